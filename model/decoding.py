@@ -1,0 +1,266 @@
+"""Autoregressive decoding: greedy, temperature / top-k / top-p sampling, and beam search.
+
+The encoder runs once; the decoder then produces one token per step. With ``use_cache=True``
+each layer keeps the keys and values of the positions already decoded (the KV cache), so a step
+feeds only the newest token. With ``use_cache=False`` every step re-runs the decoder over the whole
+prefix; both give the same tokens, which the tests check.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from model.transformer import BOS_ID, EOS_ID, PAD_ID, Transformer
+
+STRATEGIES = ("greedy", "sample", "beam")
+
+
+@dataclass(frozen=True)
+class DecodingOptions:
+    strategy: str = "greedy"
+    temperature: float = 1.0
+    top_k: int | None = None
+    top_p: float | None = None
+    beam_size: int = 4
+    length_penalty: float = 0.6
+    max_len: int = 64
+    seed: int | None = None
+    use_cache: bool = True
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}")
+        if not 0 < self.temperature <= 5:
+            raise ValueError("temperature must be in (0, 5]")
+        if self.top_k is not None and self.top_k < 1:
+            raise ValueError("top_k must be at least 1")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ValueError("top_p must be in (0, 1]")
+        if not 1 <= self.beam_size <= 8:
+            raise ValueError("beam_size must be between 1 and 8")
+        if not 1 <= self.max_len <= 256:
+            raise ValueError("max_len must be between 1 and 256")
+
+
+@dataclass
+class BeamNode:
+    """One hypothesis at one step of beam search, for drawing the beam tree."""
+
+    step: int
+    token_id: int
+    parent: int  # index into the list of nodes; -1 for the root
+    score: float  # cumulative log-probability
+    finished: bool = False
+    selected: bool = False
+
+
+@dataclass
+class DecodeResult:
+    tokens: list[int]  # generated ids, without <bos>, ending before <eos>
+    finished: bool  # True when <eos> was produced within max_len
+    beam_nodes: list[BeamNode] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)  # per-step log-prob of the chosen token
+
+
+def filter_distribution(
+    logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> Tensor:
+    """The distribution a sampler draws from: softmax(logits / T), cut to top-k, then top-p.
+
+    Top-p keeps the smallest set of most likely tokens whose total probability reaches p.
+    The result is renormalised; tokens that were cut have probability exactly 0.
+    """
+    probs = torch.softmax(logits / temperature, dim=-1)
+    if top_k is not None and top_k < probs.size(-1):
+        kth = torch.topk(probs, top_k, dim=-1).values[..., -1:]
+        probs = torch.where(probs >= kth, probs, torch.zeros_like(probs))
+        probs = probs / probs.sum(-1, keepdim=True)
+    if top_p is not None and top_p < 1.0:
+        sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
+        mass_before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
+        keep_sorted = mass_before < top_p
+        keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+        probs = torch.where(keep, probs, torch.zeros_like(probs))
+        probs = probs / probs.sum(-1, keepdim=True)
+    return probs
+
+
+class IncrementalDecoder:
+    """Feeds the decoder one token at a time, with or without a KV cache."""
+
+    def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, use_cache: bool):
+        self.model = model
+        self.src_ids = src_ids
+        self.memory = memory
+        self.use_cache = use_cache
+        self.cache = model.new_cache() if use_cache else None
+        self.prefix = torch.full((src_ids.size(0), 0), BOS_ID, dtype=torch.long)
+
+    def step(self, new_ids: Tensor) -> Tensor:
+        """Append ``new_ids`` (B,) and return the logits for the next position (B, V)."""
+        offset = self.prefix.size(1)
+        self.prefix = torch.cat([self.prefix, new_ids[:, None]], dim=1)
+        if self.use_cache:
+            logits = self.model.decode(
+                new_ids[:, None], self.memory, self.src_ids, cache=self.cache, offset=offset
+            )
+        else:
+            logits = self.model.decode(self.prefix, self.memory, self.src_ids)
+        return logits[:, -1]
+
+    def reorder(self, indices: Tensor) -> None:
+        """Keep only the hypotheses at ``indices`` (beam search)."""
+        self.prefix = self.prefix[indices]
+        self.memory = self.memory[indices]
+        self.src_ids = self.src_ids[indices]
+        if self.cache is not None:
+            for layer in self.cache:
+                for part in layer.values():
+                    if "k" in part:
+                        part["k"], part["v"] = part["k"][indices], part["v"][indices]
+
+
+@torch.inference_mode()
+def generate(
+    model: Transformer,
+    src_ids: Tensor,
+    options: DecodingOptions,
+    forced_prefix: list[int] | None = None,
+) -> DecodeResult:
+    """Translate one source sentence (``src_ids`` of shape (1, S))."""
+    model.eval()
+    forced = list(forced_prefix or [])
+    memory = model.encode(src_ids)
+    if options.strategy == "beam":
+        return _beam_search(model, src_ids, memory, options, forced)
+    decoder = IncrementalDecoder(model, src_ids, memory, options.use_cache)
+    generator = None
+    if options.strategy == "sample":
+        generator = torch.Generator().manual_seed(options.seed if options.seed is not None else 0)
+    tokens: list[int] = []
+    scores: list[float] = []
+    logits = decoder.step(torch.tensor([BOS_ID]))
+    for position in range(options.max_len):
+        log_probs = torch.log_softmax(logits[0], dim=-1)
+        if position < len(forced):
+            choice = forced[position]
+        elif options.strategy == "sample":
+            probs = filter_distribution(logits[0], options.temperature, options.top_k, options.top_p)
+            choice = int(torch.multinomial(probs, 1, generator=generator))
+        else:
+            choice = int(torch.argmax(log_probs))
+        if choice == EOS_ID:
+            return DecodeResult(tokens, True, scores=scores)
+        tokens.append(choice)
+        scores.append(float(log_probs[choice]))
+        if position + 1 < options.max_len:
+            logits = decoder.step(torch.tensor([choice]))
+    return DecodeResult(tokens, False, scores=scores)
+
+
+def _length_penalty(length: int, alpha: float) -> float:
+    """GNMT length penalty ((5 + |Y|) / 6)^α: without it beam search prefers short outputs."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def _beam_search(
+    model: Transformer, src_ids: Tensor, memory: Tensor, options: DecodingOptions, forced: list[int]
+) -> DecodeResult:
+    beam = options.beam_size
+    decoder = IncrementalDecoder(model, src_ids, memory, options.use_cache)
+    nodes = [BeamNode(step=0, token_id=BOS_ID, parent=-1, score=0.0)]
+    live = [0]  # node index of each live hypothesis, aligned with the decoder's batch rows
+    live_scores = torch.zeros(1)
+    finished: list[tuple[float, int]] = []  # (normalised score, node index)
+    logits = decoder.step(torch.tensor([BOS_ID]))
+    for position in range(options.max_len):
+        log_probs = torch.log_softmax(logits, dim=-1)
+        if position < len(forced):
+            mask = torch.full_like(log_probs, float("-inf"))
+            mask[:, forced[position]] = 0.0
+            log_probs = log_probs + mask
+        candidates = (live_scores[:, None] + log_probs).view(-1)
+        top_scores, top_index = torch.topk(candidates, min(2 * beam, candidates.numel()))
+        vocab = log_probs.size(-1)
+        next_rows, next_tokens, next_scores, next_live = [], [], [], []
+        for rank, (score, flat) in enumerate(
+            zip(top_scores.tolist(), top_index.tolist(), strict=True)
+        ):
+            if score == float("-inf") or len(next_rows) == beam:
+                break
+            row, token = divmod(flat, vocab)
+            if token == EOS_ID and rank >= beam:
+                continue  # as in fairseq: an ending counts only if it ranks within the beam
+            node = len(nodes)
+            nodes.append(BeamNode(position + 1, token, live[row], score))
+            if token == EOS_ID:
+                nodes[node].finished = True
+                finished.append((score / _length_penalty(position, options.length_penalty), node))
+            else:
+                next_rows.append(row)
+                next_tokens.append(token)
+                next_scores.append(score)
+                next_live.append(node)
+        live = next_live
+        if len(finished) >= beam or not next_rows or position + 1 == options.max_len:
+            break
+        decoder.reorder(torch.tensor(next_rows))
+        live_scores = torch.tensor(next_scores)
+        logits = decoder.step(torch.tensor(next_tokens))
+    if not finished:  # nothing reached <eos> within max_len: take the best live hypothesis
+        for node in live:
+            length = nodes[node].step
+            normalised = nodes[node].score / _length_penalty(length, options.length_penalty)
+            finished.append((normalised, node))
+        done = False
+    else:
+        done = True
+    _, best = max(finished)
+    path = []
+    node = best
+    while node > 0:
+        nodes[node].selected = True
+        path.append(node)
+        node = nodes[node].parent
+    nodes[0].selected = True
+    path.reverse()
+    tokens = [nodes[n].token_id for n in path if nodes[n].token_id != EOS_ID]
+    scores = [nodes[n].score - (nodes[nodes[n].parent].score) for n in path]
+    return DecodeResult(tokens, done, beam_nodes=nodes, scores=scores[: len(tokens)])
+
+
+@torch.inference_mode()
+def greedy_batch(model: Transformer, src_ids: Tensor, max_len: int = 64) -> list[list[int]]:
+    """Greedy decoding of a padded batch with the KV cache (used for dev/test evaluation)."""
+    model.eval()
+    memory = model.encode(src_ids)
+    decoder = IncrementalDecoder(model, src_ids, memory, use_cache=True)
+    batch = src_ids.size(0)
+    outputs = torch.full((batch, 0), PAD_ID, dtype=torch.long)
+    done = torch.zeros(batch, dtype=torch.bool)
+    logits = decoder.step(torch.full((batch,), BOS_ID, dtype=torch.long))
+    for _ in range(max_len):
+        choice = torch.argmax(logits, dim=-1)
+        choice = torch.where(done, torch.full_like(choice, PAD_ID), choice)
+        outputs = torch.cat([outputs, choice[:, None]], dim=1)
+        done |= choice == EOS_ID
+        if bool(done.all()):
+            break
+        logits = decoder.step(choice)
+    results = []
+    for row in outputs.tolist():
+        tokens = []
+        for token in row:
+            if token in (EOS_ID, PAD_ID):
+                break
+            tokens.append(token)
+        results.append(tokens)
+    return results
+
+
+def sequence_log_prob(scores: list[float]) -> float:
+    return math.fsum(scores)

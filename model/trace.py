@@ -1,0 +1,172 @@
+"""What one translation looked like inside: plain Python data, no tensors.
+
+``build_trace`` turns the tensors recorded during one encoder pass and one decoder pass into
+lists and numbers that the web pages and the JSON API read directly. The decoder pass is the
+teacher-forced replay of the tokens the decoding strategy chose: because the decoder is causal,
+position t of that pass sees exactly what decoding step t saw, so its attention rows, Add & Norm
+statistics and probabilities are the ones computed while decoding (a test checks this against the
+KV-cached step-by-step decoder).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+SAMPLE_DIMS = 16  # how many dimensions of a vector the pages show as raw numbers
+TOP_CANDIDATES = 10
+
+
+def _round(values: Any, digits: int = 5) -> Any:
+    """Tensor/ndarray → nested lists of rounded floats (plain JSON-ready data)."""
+    array = values.detach().float().numpy() if isinstance(values, Tensor) else np.asarray(values)
+    return np.round(array.astype(np.float64), digits).tolist()
+
+
+@dataclass
+class Candidate:
+    token: str
+    id: int
+    prob: float  # the model's probability (softmax of the logits, temperature 1)
+    sample_prob: float  # probability under the strategy's distribution (temperature, top-k, top-p)
+
+
+@dataclass
+class Step:
+    position: int
+    token: str  # the token chosen at this step (<eos> ends the translation)
+    id: int
+    prob: float
+    log_prob: float
+    entropy: float  # of the model's distribution, in nats
+    forced: bool  # True when the user fixed this token (forced prefix)
+    top: list[Candidate]
+
+
+@dataclass
+class BeamNodeInfo:
+    id: int
+    step: int
+    token: str
+    parent: int
+    score: float
+    finished: bool
+    selected: bool
+
+
+@dataclass
+class Trace:
+    text: str
+    options: dict
+    source_tokens: list[str]
+    source_ids: list[int]
+    target_tokens: list[str]  # the translation, one character per token, no specials
+    target_ids: list[int]
+    decoder_input: list[str]  # <bos> followed by the translation: the decoder's T positions
+    translation: str
+    finished: bool
+    embeddings: dict  # {"encoder"|"decoder": {"token", "position", "sum": [pos][d]}}
+    encoder: list[dict]  # per layer: self_attention [head][S][S], add_norm1/2, ffn
+    decoder: list[dict]  # per layer: self_attention [head][T][T], cross_attention [head][T][S]...
+    steps: list[Step]
+    projection: dict  # 2-D PCA of the source token vectors at the input and after each layer
+    beam: list[BeamNodeInfo] = field(default_factory=list)
+    model_ms: float = 0.0
+    details: dict = field(default_factory=dict, repr=False)  # (kind, layer) → attention tensors
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data.pop("details")
+        return data
+
+    def attention_detail(self, kind: str, layer: int, head: int) -> dict:
+        """Q, K, V and the raw / scaled / masked scores and weights behind one head's matrix.
+
+        ``kind`` is "encoder", "decoder_self" or "cross".
+        """
+        record = self.details[(kind, layer)]
+        query_tokens = self.source_tokens if kind == "encoder" else self.decoder_input
+        key_tokens = self.decoder_input if kind == "decoder_self" else self.source_tokens
+        masked = record["masked"][0, head].detach().float().numpy()
+        return {
+            "kind": kind,
+            "layer": layer,
+            "head": head,
+            "d_k": int(record["q"].size(-1)),
+            "query_tokens": query_tokens,
+            "key_tokens": key_tokens,
+            "q": _round(record["q"][0, head], 4),
+            "k": _round(record["k"][0, head], 4),
+            "v": _round(record["v"][0, head], 4),
+            "raw": _round(record["raw"][0, head], 4),
+            "scaled": _round(record["scaled"][0, head], 4),
+            # -inf (blocked) becomes None so the data stays valid JSON
+            "masked": [[None if math.isinf(x) else round(float(x), 4) for x in row] for row in masked],
+            "weights": _round(record["weights"][0, head], 5),
+            "output": _round(record["weights"][0, head] @ record["v"][0, head], 4),
+        }
+
+
+def add_norm_stats(record: dict) -> dict:
+    """Per position: size of the residual stream before and after LayerNorm, plus sample values."""
+    summed, normed = record["sum"][0], record["normed"][0]
+    return {
+        "residual_norm": _round(record["residual"][0].norm(dim=-1), 3),
+        "sublayer_norm": _round(record["sublayer"][0].norm(dim=-1), 3),
+        "sum_mean": _round(summed.mean(dim=-1), 4),
+        "sum_std": _round(summed.std(dim=-1, unbiased=False), 4),
+        "sum_norm": _round(summed.norm(dim=-1), 3),
+        "normed_mean": _round(normed.mean(dim=-1), 4),
+        "normed_std": _round(normed.std(dim=-1, unbiased=False), 4),
+        "normed_norm": _round(normed.norm(dim=-1), 3),
+        "sum_sample": _round(summed[:, :SAMPLE_DIMS], 3),
+        "normed_sample": _round(normed[:, :SAMPLE_DIMS], 3),
+    }
+
+
+def ffn_stats(record: dict, output_record: dict) -> dict:
+    """Per position: how many hidden ReLU units fire, how strongly, and which fire most."""
+    hidden = record["hidden"][0]
+    top = torch.topk(hidden, k=min(5, hidden.size(-1)), dim=-1)
+    return {
+        "d_ff": int(hidden.size(-1)),
+        "active_share": _round((hidden > 0).float().mean(dim=-1), 4),
+        "hidden_norm": _round(hidden.norm(dim=-1), 3),
+        "output_norm": _round(output_record["sublayer"][0].norm(dim=-1), 3),
+        "top_units": top.indices.tolist(),
+        "top_values": _round(top.values, 3),
+        "hidden_sample": _round(hidden[:, :SAMPLE_DIMS * 2], 3),
+    }
+
+
+def heads(record: dict) -> list:
+    return _round(record["weights"][0], 5)
+
+
+def embedding_data(record: dict) -> dict:
+    return {name: _round(record[name][0], 4) for name in ("token", "position", "sum")}
+
+
+def pca_2d(states: list[Tensor]) -> list[list[list[float]]]:
+    """Project every layer's token vectors onto the top two principal axes of all of them."""
+    stacked = torch.cat(states, dim=0).double()
+    centred = stacked - stacked.mean(dim=0, keepdim=True)
+    _, _, vh = torch.linalg.svd(centred, full_matrices=False)
+    axes = vh[:2].T
+    points = (centred @ axes).float()
+    sizes = [s.size(0) for s in states]
+    return [_round(chunk, 4) for chunk in torch.split(points, sizes)]
+
+
+def entropy(probs: Tensor) -> float:
+    p = probs.clamp_min(1e-12)
+    return float(-(probs * p.log()).sum())
+
+
+def asdict_list(items) -> list[dict]:
+    return [asdict(item) for item in items]

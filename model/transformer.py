@@ -1,0 +1,370 @@
+"""The encoder-decoder Transformer, written out in the order the documents draw it.
+
+input ids → token embedding × √d_model + sinusoidal positional encoding
+          → N encoder layers (self-attention → Add & Norm → FFN → Add & Norm)
+          → N decoder layers (masked self-attention → Add & Norm
+                              → cross-attention → Add & Norm → FFN → Add & Norm)
+          → linear to the Chinese vocabulary → softmax
+
+Every attention call can write what it computed (Q, K, V, the raw, scaled and masked scores and
+the weights) into a ``record`` dict, and every layer can record its Add & Norm and feed-forward
+statistics, so a trace can show the real numbers without a second implementation.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 256
+    n_heads: int = 4
+    n_encoder_layers: int = 3
+    n_decoder_layers: int = 3
+    d_ff: int = 1024
+    dropout: float = 0.1
+    max_positions: int = 256
+    tie_output: bool = True
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> TransformerConfig:
+        return cls(**json.loads(path.read_text(encoding="utf-8")))
+
+
+# ---------------------------------------------------------------------------------------------
+# Masks. Convention everywhere: True means "may attend", False means "blocked".
+# ---------------------------------------------------------------------------------------------
+
+
+def padding_mask(ids: Tensor) -> Tensor:
+    """(B, S) ids → (B, 1, 1, S): every query may look at every non-padding key."""
+    return (ids != PAD_ID)[:, None, None, :]
+
+
+def causal_mask(length: int, device: torch.device | None = None) -> Tensor:
+    """(1, 1, T, T) lower-triangular: position t may look at positions 0..t only."""
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()[None, None]
+
+
+def decoder_self_mask(tgt_ids: Tensor) -> Tensor:
+    """Causal mask combined with the target's own padding mask: (B, 1, T, T)."""
+    return causal_mask(tgt_ids.size(1), tgt_ids.device) & padding_mask(tgt_ids)
+
+
+# ---------------------------------------------------------------------------------------------
+# Embeddings and positional encoding
+# ---------------------------------------------------------------------------------------------
+
+
+def sinusoidal_positions(max_positions: int, d_model: int) -> Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d))."""
+    position = torch.arange(max_positions, dtype=torch.float32)[:, None]
+    frequency = torch.exp(
+        torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
+    )
+    encoding = torch.zeros(max_positions, d_model)
+    encoding[:, 0::2] = torch.sin(position * frequency)
+    encoding[:, 1::2] = torch.cos(position * frequency)
+    return encoding
+
+
+class Embedding(nn.Module):
+    """Token embedding scaled by √d_model, plus the fixed sinusoidal positional encoding."""
+
+    def __init__(self, vocab_size: int, config: TransformerConfig):
+        super().__init__()
+        self.d_model = config.d_model
+        self.tokens = nn.Embedding(vocab_size, config.d_model, padding_idx=PAD_ID)
+        nn.init.normal_(self.tokens.weight, mean=0.0, std=config.d_model**-0.5)
+        with torch.no_grad():
+            self.tokens.weight[PAD_ID].zero_()
+        self.register_buffer(
+            "positions", sinusoidal_positions(config.max_positions, config.d_model), persistent=False
+        )
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, ids: Tensor, offset: int = 0, record: dict | None = None) -> Tensor:
+        token = self.tokens(ids) * math.sqrt(self.d_model)
+        position = self.positions[offset : offset + ids.size(1)][None]
+        summed = token + position
+        if record is not None:
+            record["token"] = token
+            record["position"] = position.expand_as(token)
+            record["sum"] = summed
+        return self.dropout(summed)
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention
+# ---------------------------------------------------------------------------------------------
+
+
+def scaled_dot_product_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, record: dict | None = None
+) -> tuple[Tensor, Tensor]:
+    """softmax(QKᵀ / √d_k, masked) · V, written out step by step. Returns (output, weights)."""
+    raw = q @ k.transpose(-2, -1)
+    scaled = raw / math.sqrt(q.size(-1))
+    masked = scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(masked, dim=-1)
+    output = weights @ v
+    if record is not None:
+        record.update(q=q, k=k, v=v, raw=raw, scaled=scaled, masked=masked, weights=weights)
+    return output, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """Project to Q, K, V, split into heads, attend in each head, concatenate, project back."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.n_heads = config.n_heads
+        self.d_head = config.d_head
+        self.w_q = nn.Linear(config.d_model, config.d_model)
+        self.w_k = nn.Linear(config.d_model, config.d_model)
+        self.w_v = nn.Linear(config.d_model, config.d_model)
+        self.w_o = nn.Linear(config.d_model, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.n_heads, self.d_head).transpose(1, 2)
+
+    def forward(
+        self,
+        query: Tensor,
+        key_value: Tensor | None,
+        mask: Tensor | None = None,
+        cache: dict | None = None,
+        static_kv: bool = False,
+        record: dict | None = None,
+    ) -> tuple[Tensor, Tensor]:
+        """Attend from ``query`` to ``key_value``.
+
+        ``cache`` makes decoding incremental. For self-attention (``static_kv=False``) the new
+        position's K and V are appended to the cached ones; for cross-attention
+        (``static_kv=True``) the encoder's K and V are projected once and reused.
+        """
+        q = self.split_heads(self.w_q(query))
+        if cache is not None and static_kv and "k" in cache:
+            k, v = cache["k"], cache["v"]
+        else:
+            k = self.split_heads(self.w_k(key_value))
+            v = self.split_heads(self.w_v(key_value))
+            if cache is not None:
+                if not static_kv and "k" in cache:
+                    k = torch.cat([cache["k"], k], dim=2)
+                    v = torch.cat([cache["v"], v], dim=2)
+                cache["k"], cache["v"] = k, v
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, record)
+        heads = self.dropout(heads)
+        batch, _, length, _ = heads.shape
+        merged = heads.transpose(1, 2).reshape(batch, length, self.n_heads * self.d_head)
+        return self.w_o(merged), weights
+
+
+# ---------------------------------------------------------------------------------------------
+# Add & Norm and the position-wise feed-forward network
+# ---------------------------------------------------------------------------------------------
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W₁ + b₁) W₂ + b₂, applied to every position independently."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.linear1 = nn.Linear(config.d_model, config.d_ff)
+        self.linear2 = nn.Linear(config.d_ff, config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor, record: dict | None = None) -> Tensor:
+        hidden = torch.relu(self.linear1(x))
+        if record is not None:
+            record["hidden"] = hidden
+        return self.linear2(self.dropout(hidden))
+
+
+class AddNorm(nn.Module):
+    """Post-norm residual block: LayerNorm(x + Dropout(sublayer(x)))."""
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.norm = nn.LayerNorm(config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor, sublayer_out: Tensor, record: dict | None = None) -> Tensor:
+        summed = x + self.dropout(sublayer_out)
+        normed = self.norm(summed)
+        if record is not None:
+            record.update(residual=x, sublayer=sublayer_out, sum=summed, normed=normed)
+        return normed
+
+
+# ---------------------------------------------------------------------------------------------
+# Encoder and decoder layers
+# ---------------------------------------------------------------------------------------------
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(config)
+        self.add_norm1 = AddNorm(config)
+        self.ffn = FeedForward(config)
+        self.add_norm2 = AddNorm(config)
+
+    def forward(self, x: Tensor, src_mask: Tensor, record: dict | None = None) -> Tensor:
+        r = _sub_records(record, "self_attention", "add_norm1", "ffn", "add_norm2")
+        attended, _ = self.self_attention(x, x, src_mask, record=r[0])
+        x = self.add_norm1(x, attended, r[1])
+        return self.add_norm2(x, self.ffn(x, r[2]), r[3])
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(config)
+        self.add_norm1 = AddNorm(config)
+        self.cross_attention = MultiHeadAttention(config)
+        self.add_norm2 = AddNorm(config)
+        self.ffn = FeedForward(config)
+        self.add_norm3 = AddNorm(config)
+
+    def forward(
+        self,
+        y: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None,
+        src_mask: Tensor,
+        cache: dict | None = None,
+        record: dict | None = None,
+    ) -> Tensor:
+        r = _sub_records(
+            record, "self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "add_norm3"
+        )
+        self_cache = cross_cache = None
+        if cache is not None:
+            self_cache = cache.setdefault("self", {})
+            cross_cache = cache.setdefault("cross", {})
+        attended, _ = self.self_attention(y, y, tgt_mask, cache=self_cache, record=r[0])
+        y = self.add_norm1(y, attended, r[1])
+        crossed, _ = self.cross_attention(
+            y, memory, src_mask, cache=cross_cache, static_kv=True, record=r[2]
+        )
+        y = self.add_norm2(y, crossed, r[3])
+        return self.add_norm3(y, self.ffn(y, r[4]), r[5])
+
+
+def _sub_records(record: dict | None, *names: str) -> list[dict | None]:
+    if record is None:
+        return [None] * len(names)
+    return [record.setdefault(name, {}) for name in names]
+
+
+# ---------------------------------------------------------------------------------------------
+# The whole model
+# ---------------------------------------------------------------------------------------------
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        self.config = config
+        self.src_embedding = Embedding(config.src_vocab_size, config)
+        self.tgt_embedding = Embedding(config.tgt_vocab_size, config)
+        self.encoder_layers = nn.ModuleList(
+            EncoderLayer(config) for _ in range(config.n_encoder_layers)
+        )
+        self.decoder_layers = nn.ModuleList(
+            DecoderLayer(config) for _ in range(config.n_decoder_layers)
+        )
+        self.output = nn.Linear(config.d_model, config.tgt_vocab_size)
+        if config.tie_output:
+            self.output.weight = self.tgt_embedding.tokens.weight
+
+    def encode(self, src_ids: Tensor, record: dict | None = None) -> Tensor:
+        src_mask = padding_mask(src_ids)
+        x = self.src_embedding(src_ids, record=_layer_record(record, "embedding"))
+        for index, layer in enumerate(self.encoder_layers):
+            x = layer(x, src_mask, record=_layer_record(record, "layers", index))
+        return x
+
+    def decode(
+        self,
+        tgt_ids: Tensor,
+        memory: Tensor,
+        src_ids: Tensor,
+        cache: list[dict] | None = None,
+        offset: int = 0,
+        record: dict | None = None,
+    ) -> Tensor:
+        """Decoder stack → logits. With ``cache`` only the new positions in ``tgt_ids`` are fed."""
+        src_mask = padding_mask(src_ids)
+        tgt_mask = None if cache is not None and tgt_ids.size(1) == 1 else decoder_self_mask(tgt_ids)
+        if cache is not None and tgt_ids.size(1) > 1 and offset > 0:
+            raise ValueError("feed one new position at a time once the cache holds positions")
+        y = self.tgt_embedding(tgt_ids, offset=offset, record=_layer_record(record, "embedding"))
+        for index, layer in enumerate(self.decoder_layers):
+            layer_cache = cache[index] if cache is not None else None
+            y = layer(
+                y, memory, tgt_mask, src_mask, cache=layer_cache,
+                record=_layer_record(record, "layers", index),
+            )
+        logits = self.output(y)
+        if record is not None:
+            record["final"] = y
+            record["logits"] = logits
+        return logits
+
+    def forward(self, src_ids: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher forcing: logits for every target position at once."""
+        return self.decode(tgt_in, self.encode(src_ids), src_ids)
+
+    def new_cache(self) -> list[dict]:
+        return [{} for _ in self.decoder_layers]
+
+
+def _layer_record(record: dict | None, key: str, index: int | None = None) -> dict | None:
+    if record is None:
+        return None
+    if index is None:
+        return record.setdefault(key, {})
+    layers = record.setdefault(key, [])
+    while len(layers) <= index:
+        layers.append({})
+    return layers[index]
+
+
+def count_parameters(model: Transformer) -> dict[str, int]:
+    """Trainable parameters per component (a tied output projection is counted once)."""
+    def size(module: nn.Module) -> int:
+        return sum(p.numel() for p in module.parameters())
+
+    counts = {
+        "source_embedding": size(model.src_embedding),
+        "target_embedding": size(model.tgt_embedding),
+        "encoder": size(model.encoder_layers),
+        "decoder": size(model.decoder_layers),
+        "output_projection": model.output.bias.numel()
+        + (0 if model.config.tie_output else model.output.weight.numel()),
+    }
+    counts["total"] = sum(p.numel() for p in model.parameters())
+    return counts

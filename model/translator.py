@@ -1,0 +1,411 @@
+"""Translator: load the shipped checkpoint, then translate, trace, score and time decoding.
+
+    translator = Translator.load()            # model/checkpoints by default
+    translator.translate("The cat sits on the mat.").translation
+    trace = translator.trace("The cat sits on the mat.", DecodingOptions(strategy="beam"))
+
+Loading reads safetensors weights and JSON files only (no pickle).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+
+from model.decoding import DecodingOptions, filter_distribution, generate
+from model.tokenizer import ChineseTokenizer, EnglishTokenizer
+from model.trace import (
+    TOP_CANDIDATES,
+    BeamNodeInfo,
+    Candidate,
+    Step,
+    Trace,
+    _round,
+    add_norm_stats,
+    embedding_data,
+    entropy,
+    ffn_stats,
+    heads,
+    pca_2d,
+)
+from model.transformer import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    Transformer,
+    TransformerConfig,
+    count_parameters,
+)
+
+DEFAULT_CHECKPOINT = Path(__file__).parent / "checkpoints"
+MAX_SOURCE_TOKENS = 64
+CHECKPOINT_FILES = ("weights.safetensors", "config.json", "tokenizer_en.json", "vocab_zh.json")
+
+
+class CheckpointError(RuntimeError):
+    """The checkpoint folder is missing or incomplete."""
+
+
+class InputError(ValueError):
+    """The request cannot be translated as given (e.g. too many source tokens)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass
+class Translation:
+    text: str
+    translation: str
+    source_tokens: list[str]
+    target_tokens: list[str]
+    steps: list[Step]
+
+
+@dataclass
+class Score:
+    """Teacher-forced scoring of one (source, reference) pair: one backward pass, no update."""
+
+    source_tokens: list[str]
+    decoder_input: list[str]  # <bos> + reference
+    labels: list[str]  # reference + <eos>: the decoder input shifted left by one
+    predicted: list[str]  # the model's most likely token at each position (teacher forcing)
+    label_prob: list[float]  # probability the model gave to the right label
+    cross_entropy: list[float]  # -log p(label), per position
+    smoothed_cross_entropy: list[float]  # with label smoothing, per position
+    loss: float  # mean cross-entropy
+    smoothed_loss: float
+    label_smoothing: float
+    grad_norm: float  # gradient norm of the smoothed loss, before clipping
+    clipped_grad_norm: float  # after clipping to ``clip``
+    clip: float
+    unknown_characters: list[str]
+
+
+class Translator:
+    def __init__(
+        self,
+        model: Transformer,
+        english: EnglishTokenizer,
+        chinese: ChineseTokenizer,
+        history: dict | None = None,
+        evaluation: dict | None = None,
+        path: Path | None = None,
+    ):
+        self.model = model.eval()
+        self.english = english
+        self.chinese = chinese
+        self.history = history or {}
+        self.evaluation = evaluation or {}
+        self.path = path
+
+    @property
+    def config(self) -> TransformerConfig:
+        return self.model.config
+
+    @classmethod
+    def load(cls, path: Path | str = DEFAULT_CHECKPOINT) -> Translator:
+        path = Path(path)
+        missing = [name for name in CHECKPOINT_FILES if not (path / name).is_file()]
+        if missing:
+            raise CheckpointError(
+                f"no usable checkpoint in {path} (missing {', '.join(missing)}); "
+                "train one with `python -m model.train --data ../shared/data` or pass --checkpoint"
+            )
+        config = TransformerConfig.load(path / "config.json")
+        model = Transformer(config)
+        state = load_file(str(path / "weights.safetensors"))
+        state = {name: tensor.float() for name, tensor in state.items()}
+        if config.tie_output:
+            state["output.weight"] = state["tgt_embedding.tokens.weight"]
+        model.load_state_dict(state)
+
+        def optional_json(name: str) -> dict:
+            file = path / name
+            return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+
+        return cls(
+            model,
+            EnglishTokenizer.load(path / "tokenizer_en.json"),
+            ChineseTokenizer.load(path / "vocab_zh.json"),
+            history=optional_json("history.json"),
+            evaluation=optional_json("eval.json"),
+            path=path,
+        )
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def source_ids(self, text: str) -> list[int]:
+        ids = self.english.encode(text)
+        if len(ids) > MAX_SOURCE_TOKENS:
+            raise InputError(
+                "text", f"text is {len(ids)} tokens long; the limit is {MAX_SOURCE_TOKENS} tokens"
+            )
+        return ids
+
+    def target_ids(self, tokens: list[str]) -> list[int]:
+        ids = []
+        for token in tokens:
+            if token not in self.chinese.index or self.chinese.index[token] in (PAD_ID, BOS_ID):
+                raise InputError("forced_prefix", f"{token!r} is not in the Chinese vocabulary")
+            ids.append(self.chinese.index[token])
+        return ids
+
+    def source_tokens(self, ids: list[int]) -> list[str]:
+        return [self.english.id_to_token(i) for i in ids]
+
+    def target_tokens(self, ids: list[int]) -> list[str]:
+        return [self.chinese.id_to_token(i) for i in ids]
+
+    # -- translation and tracing -----------------------------------------------------------
+
+    def translate(self, text: str, options: DecodingOptions | None = None) -> Translation:
+        trace = self.trace(text, options)
+        return Translation(
+            text, trace.translation, trace.source_tokens, trace.target_tokens, trace.steps
+        )
+
+    @torch.inference_mode()
+    def trace(
+        self,
+        text: str,
+        options: DecodingOptions | None = None,
+        forced_prefix: list[str] | None = None,
+    ) -> Trace:
+        """Translate once and record everything the pages show."""
+        options = options or DecodingOptions()
+        started = time.perf_counter()
+        src_list = self.source_ids(text)
+        forced = self.target_ids(forced_prefix or [])
+        if len(forced) > options.max_len:
+            raise InputError("forced_prefix", "forced_prefix is longer than max_len")
+        src = torch.tensor([src_list])
+        result = generate(self.model, src, options, forced_prefix=forced)
+        output = result.tokens
+        decoder_ids = [BOS_ID, *output]
+        labels = output + ([EOS_ID] if result.finished else [])
+        if not result.finished:  # the last position's prediction was cut off by max_len
+            decoder_ids = decoder_ids[: len(labels)] if labels else [BOS_ID]
+
+        encoder_record: dict = {}
+        decoder_record: dict = {}
+        memory = self.model.encode(src, record=encoder_record)
+        logits = self.model.decode(
+            torch.tensor([decoder_ids]), memory, src, record=decoder_record
+        )[0]
+        model_ms = (time.perf_counter() - started) * 1000
+
+        source_tokens = self.source_tokens(src_list)
+        decoder_input = self.target_tokens(decoder_ids)
+        steps = self._steps(logits, labels, options, len(forced))
+        encoder_layers, details = [], {}
+        for index, layer in enumerate(encoder_record["layers"]):
+            encoder_layers.append(
+                {
+                    "self_attention": heads(layer["self_attention"]),
+                    "add_norm1": add_norm_stats(layer["add_norm1"]),
+                    "ffn": ffn_stats(layer["ffn"], layer["add_norm2"]),
+                    "add_norm2": add_norm_stats(layer["add_norm2"]),
+                }
+            )
+            details[("encoder", index)] = layer["self_attention"]
+        decoder_layers = []
+        for index, layer in enumerate(decoder_record["layers"]):
+            decoder_layers.append(
+                {
+                    "self_attention": heads(layer["self_attention"]),
+                    "add_norm1": add_norm_stats(layer["add_norm1"]),
+                    "cross_attention": heads(layer["cross_attention"]),
+                    "add_norm2": add_norm_stats(layer["add_norm2"]),
+                    "ffn": ffn_stats(layer["ffn"], layer["add_norm3"]),
+                    "add_norm3": add_norm_stats(layer["add_norm3"]),
+                }
+            )
+            details[("decoder_self", index)] = layer["self_attention"]
+            details[("cross", index)] = layer["cross_attention"]
+        states = [encoder_record["embedding"]["sum"][0]] + [
+            layer["add_norm2"]["normed"][0] for layer in encoder_record["layers"]
+        ]
+        beam = [
+            BeamNodeInfo(
+                id=i, step=node.step, token=self.chinese.id_to_token(node.token_id),
+                parent=node.parent, score=round(node.score, 4), finished=node.finished,
+                selected=node.selected,
+            )
+            for i, node in enumerate(result.beam_nodes)
+        ]
+        return Trace(
+            text=text,
+            options=asdict(options),
+            source_tokens=source_tokens,
+            source_ids=src_list,
+            target_tokens=self.target_tokens(output),
+            target_ids=output,
+            decoder_input=decoder_input,
+            translation=self.chinese.decode(output),
+            finished=result.finished,
+            embeddings={
+                "encoder": embedding_data(encoder_record["embedding"]),
+                "decoder": embedding_data(decoder_record["embedding"]),
+            },
+            encoder=encoder_layers,
+            decoder=decoder_layers,
+            steps=steps,
+            projection={
+                "tokens": source_tokens,
+                "labels": ["input"] + [f"layer {i + 1}" for i in range(len(states) - 1)],
+                "points": pca_2d(states),
+            },
+            beam=beam,
+            model_ms=round(model_ms, 2),
+            details=details,
+        )
+
+    def _steps(
+        self, logits: torch.Tensor, labels: list[int], options: DecodingOptions, n_forced: int
+    ) -> list[Step]:
+        probs = torch.softmax(logits.float(), dim=-1)
+        if options.strategy == "sample":
+            sample_probs = filter_distribution(
+                logits.float(), options.temperature, options.top_k, options.top_p
+            )
+        else:
+            sample_probs = probs
+        top = torch.topk(probs, k=min(TOP_CANDIDATES, probs.size(-1)), dim=-1)
+        steps = []
+        for position, label in enumerate(labels):
+            p = probs[position]
+            steps.append(
+                Step(
+                    position=position,
+                    token=self.chinese.id_to_token(label),
+                    id=label,
+                    prob=round(float(p[label]), 6),
+                    log_prob=round(math.log(max(float(p[label]), 1e-30)), 5),
+                    entropy=round(entropy(p), 5),
+                    forced=position < n_forced,
+                    top=[
+                        Candidate(
+                            token=self.chinese.id_to_token(i),
+                            id=i,
+                            prob=round(float(prob), 6),
+                            sample_prob=round(float(sample_probs[position, i]), 6),
+                        )
+                        for prob, i in zip(
+                            top.values[position].tolist(), top.indices[position].tolist(),
+                            strict=True,
+                        )
+                    ],
+                )
+            )
+        return steps
+
+    # -- training view ---------------------------------------------------------------------
+
+    def score(
+        self, source: str, reference: str, label_smoothing: float = 0.1, clip: float = 1.0
+    ) -> Score:
+        """Teacher-forced loss of a pair and the gradient it would produce (no weight update)."""
+        src_list = self.source_ids(source)
+        reference_ids = self.chinese.encode(reference)
+        if not reference_ids:
+            raise InputError("reference", "reference must contain at least one character")
+        unknown = [
+            ch for ch, i in zip(self.chinese.characters(reference), reference_ids, strict=True)
+            if i == self.chinese.index["<unk>"]
+        ]
+        decoder_ids = [BOS_ID, *reference_ids]
+        label_ids = [*reference_ids, EOS_ID]
+        src = torch.tensor([src_list])
+        labels = torch.tensor(label_ids)
+        parameters = [p for p in self.model.parameters() if p.requires_grad]
+        with torch.enable_grad():
+            logits = self.model(src, torch.tensor([decoder_ids]))[0]
+            per_token = F.cross_entropy(logits, labels, reduction="none")
+            smoothed = F.cross_entropy(
+                logits, labels, reduction="none", label_smoothing=label_smoothing
+            )
+            # autograd.grad leaves every parameter's .grad untouched, so concurrent requests
+            # cannot mix their gradients and the model is never changed.
+            grads = torch.autograd.grad(smoothed.mean(), parameters)
+        grad_norm = float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])))
+        clipped = grad_norm * min(1.0, clip / (grad_norm + 1e-6))
+        probs = torch.softmax(logits.detach(), dim=-1)
+        return Score(
+            source_tokens=self.source_tokens(src_list),
+            decoder_input=self.target_tokens(decoder_ids),
+            labels=self.target_tokens(label_ids),
+            predicted=self.target_tokens(probs.argmax(dim=-1).tolist()),
+            label_prob=_round(probs[torch.arange(len(label_ids)), labels], 6),
+            cross_entropy=_round(per_token.detach(), 5),
+            smoothed_cross_entropy=_round(smoothed.detach(), 5),
+            loss=round(float(per_token.mean()), 5),
+            smoothed_loss=round(float(smoothed.mean()), 5),
+            label_smoothing=label_smoothing,
+            grad_norm=round(grad_norm, 5),
+            clipped_grad_norm=round(clipped, 5),
+            clip=clip,
+            unknown_characters=unknown,
+        )
+
+    # -- KV cache --------------------------------------------------------------------------
+
+    @torch.inference_mode()
+    def kv_cache_race(self, text: str, steps: int) -> dict:
+        """Generate ``steps`` tokens greedily with and without the KV cache, timing every step.
+
+        <eos> is suppressed so both runs do exactly ``steps`` steps however short the translation.
+        """
+        src = torch.tensor([self.source_ids(text)])
+        memory = self.model.encode(src)
+        runs = {}
+        for use_cache in (True, False):
+            cache = self.model.new_cache() if use_cache else None
+            prefix = [BOS_ID]
+            step_ms, positions = [], []
+            for _ in range(steps):
+                started = time.perf_counter()
+                if use_cache:
+                    new = torch.tensor([[prefix[-1]]])
+                    logits = self.model.decode(new, memory, src, cache=cache, offset=len(prefix) - 1)
+                    positions.append(1)
+                else:
+                    logits = self.model.decode(torch.tensor([prefix]), memory, src)
+                    positions.append(len(prefix))
+                last = logits[0, -1].clone()
+                last[EOS_ID] = float("-inf")
+                last[PAD_ID] = float("-inf")
+                prefix.append(int(last.argmax()))
+                step_ms.append((time.perf_counter() - started) * 1000)
+            runs["cached" if use_cache else "uncached"] = {
+                "tokens": prefix[1:], "step_ms": step_ms, "positions": positions,
+            }
+        cached, uncached = runs["cached"], runs["uncached"]
+        return {
+            "steps": steps,
+            "cached_ms": round(sum(cached["step_ms"]), 3),
+            "uncached_ms": round(sum(uncached["step_ms"]), 3),
+            "identical": cached["tokens"] == uncached["tokens"],
+            "tokens": self.target_tokens(cached["tokens"]),
+            "cached_step_ms": [round(x, 4) for x in cached["step_ms"]],
+            "uncached_step_ms": [round(x, 4) for x in uncached["step_ms"]],
+            "cached_positions": cached["positions"],
+            "uncached_positions": uncached["positions"],
+            "kv_rows": list(range(1, steps + 1)),
+            "kv_floats_per_layer": [
+                2 * self.config.d_model * n for n in range(1, steps + 1)
+            ],
+        }
+
+    # -- summary ---------------------------------------------------------------------------
+
+    def parameter_counts(self) -> dict[str, int]:
+        return count_parameters(self.model)

@@ -1,0 +1,73 @@
+"""Shared fixtures: a tiny random checkpoint made from sentences written here (never ../shared)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from model.tokenizer import ChineseTokenizer, EnglishTokenizer
+from model.train import state_for_saving
+from model.translator import Translator
+from model.transformer import Transformer, TransformerConfig
+
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "model" / "checkpoints"
+
+TINY_PAIRS = [
+    ("The cat sits on the mat.", "猫坐在垫子上。"),
+    ("The dog runs in the park.", "狗在公园里跑。"),
+    ("I like green tea.", "我喜欢绿茶。"),
+    ("She reads a book every day.", "她每天读一本书。"),
+    ("We are students.", "我们是学生。"),
+    ("Where is the station?", "车站在哪里？"),
+    ("The weather is nice today.", "今天天气很好。"),
+    ("He gave her a flower because she was sad.", "他给了她一朵花，因为她很难过。"),
+]
+
+
+def make_tiny_checkpoint(path: Path, seed: int = 0, **overrides) -> Path:
+    """Write a small random model with real tokenizers to ``path`` in the shipped format."""
+    from safetensors.torch import save_file
+
+    torch.manual_seed(seed)
+    path.mkdir(parents=True, exist_ok=True)
+    english = EnglishTokenizer.train([e for e, _ in TINY_PAIRS] * 3, vocab_size=120)
+    chinese = ChineseTokenizer.train(z for _, z in TINY_PAIRS)
+    settings = dict(
+        d_model=32, n_heads=4, n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0
+    )
+    settings.update(overrides)
+    config = TransformerConfig(english.vocab_size, chinese.vocab_size, **settings)
+    model = Transformer(config)
+    save_file(state_for_saving(model), str(path / "weights.safetensors"))
+    config.save(path / "config.json")
+    english.save(path / "tokenizer_en.json")
+    chinese.save(path / "vocab_zh.json")
+    history = {
+        "steps": [{"step": s, "loss": 5.0 / s, "lr": 1e-3 * s / 10, "grad_norm": 1.0, "epoch": 1}
+                  for s in range(1, 11)],
+        "epochs": [{"epoch": 1, "step": 10, "train_loss": 3.0, "dev_bleu": 1.0, "dev_chrf": 2.0,
+                    "minutes": 0.1}],
+    }
+    (path / "history.json").write_text(json.dumps(history), encoding="utf-8")
+    (path / "eval.json").write_text(json.dumps({"test": {"bleu": 1.0, "chrf": 2.0}}), "utf-8")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory) -> Path:
+    return make_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "checkpoint")
+
+
+@pytest.fixture(scope="session")
+def tiny_translator(tiny_checkpoint) -> Translator:
+    return Translator.load(tiny_checkpoint)
+
+
+@pytest.fixture(scope="session")
+def shipped_translator() -> Translator:
+    if not (SHIPPED_CHECKPOINT / "weights.safetensors").is_file():
+        pytest.fail("the shipped checkpoint is missing from model/checkpoints")
+    return Translator.load(SHIPPED_CHECKPOINT)
