@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import shutil
 import time
@@ -132,6 +131,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dictionary", action="store_true", help="add CC-CEDICT word pairs")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    parser.add_argument("--test-size", type=int, default=1000, help="held-out test sentences")
+    parser.add_argument("--dev-size", type=int, default=500, help="held-out dev sentences")
     parser.add_argument("--limit", type=int, default=0, help="use only N training pairs (smoke)")
     parser.add_argument("--no-progress", action="store_true")
     return parser.parse_args(argv)
@@ -146,7 +147,10 @@ def main(argv: list[str] | None = None) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    splits = split_pairs(load_pairs(args.data, use_dictionary=args.dictionary), seed=args.seed)
+    splits = split_pairs(
+        load_pairs(args.data, use_dictionary=args.dictionary), seed=args.seed,
+        n_test=args.test_size, n_dev=args.dev_size, n_test_hsk=min(300, args.test_size),
+    )
     train_pairs = splits.train[: args.limit] if args.limit else splits.train
     print(
         f"pairs: train {len(train_pairs)}, dev {len(splits.dev)}, test {len(splits.test)}, "
@@ -228,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
             epoch_tokens += tokens
             if step % 25 == 0 or step == 1:
                 history["steps"].append(
-                    {"step": step, "loss": round(float(loss), 4), "lr": lr,
+                    {"step": step, "loss": round(loss.item(), 4), "lr": lr,
                      "grad_norm": round(grad_norm, 4), "epoch": epoch}
                 )
             if hasattr(progress, "set_postfix"):

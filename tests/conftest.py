@@ -10,8 +10,8 @@ import torch
 
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.train import state_for_saving
-from model.translator import Translator
 from model.transformer import Transformer, TransformerConfig
+from model.translator import Translator
 
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "model" / "checkpoints"
 

@@ -1,0 +1,105 @@
+"""Decoding strategies and the KV cache on a tiny random model."""
+
+import pytest
+import torch
+
+from model.decoding import DecodingOptions, filter_distribution, generate
+from model.transformer import BOS_ID, Transformer, TransformerConfig
+
+CONFIG = TransformerConfig(
+    src_vocab_size=30, tgt_vocab_size=25, d_model=32, n_heads=4,
+    n_encoder_layers=2, n_decoder_layers=2, d_ff=64, dropout=0.0,
+)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(1)
+    return Transformer(CONFIG).eval()
+
+
+SOURCES = [torch.tensor([[5, 9, 12, 7, 2]]), torch.tensor([[11, 4, 2]]), torch.tensor([[6] * 9 + [2]])]
+
+
+@pytest.mark.parametrize("src", SOURCES)
+def test_kv_cache_matches_full_recomputation(model, src):
+    with torch.inference_mode():
+        memory = model.encode(src)
+        cache = model.new_cache()
+        prefix = [BOS_ID]
+        for _ in range(12):
+            cached = model.decode(torch.tensor([[prefix[-1]]]), memory, src, cache=cache,
+                                  offset=len(prefix) - 1)[0, -1]
+            full = model.decode(torch.tensor([prefix]), memory, src)[0, -1]
+            torch.testing.assert_close(
+                torch.softmax(cached, -1), torch.softmax(full, -1), atol=1e-5, rtol=0
+            )
+            prefix.append(int(full.argmax()))
+    for strategy in ("greedy", "beam", "sample"):
+        with_cache = generate(model, src, DecodingOptions(strategy=strategy, max_len=15, seed=3))
+        without = generate(
+            model, src, DecodingOptions(strategy=strategy, max_len=15, seed=3, use_cache=False)
+        )
+        assert with_cache.tokens == without.tokens
+
+
+@pytest.mark.parametrize("src", SOURCES)
+def test_beam_one_and_top_k_one_equal_greedy(model, src):
+    greedy = generate(model, src, DecodingOptions(max_len=15)).tokens
+    beam1 = generate(model, src, DecodingOptions(strategy="beam", beam_size=1, max_len=15)).tokens
+    top1 = generate(model, src, DecodingOptions(strategy="sample", top_k=1, seed=7, max_len=15))
+    assert beam1 == greedy
+    assert top1.tokens == greedy
+
+
+def test_beam_search_records_a_tree(model):
+    result = generate(model, SOURCES[0], DecodingOptions(strategy="beam", beam_size=4, max_len=8))
+    nodes = result.beam_nodes
+    assert nodes[0].parent == -1
+    assert all(0 <= n.parent < i for i, n in enumerate(nodes) if i > 0)
+    selected = [n for n in nodes if n.selected]
+    assert [n.token_id for n in selected[1:] if n.token_id != 2] == result.tokens
+
+
+def test_top_p_keeps_smallest_set_reaching_p():
+    logits = torch.log(torch.tensor([0.5, 0.25, 0.15, 0.1]))
+    kept = filter_distribution(logits, top_p=0.7)
+    assert (kept > 0).tolist() == [True, True, False, False]  # 0.5 < 0.7 ≤ 0.75
+    torch.testing.assert_close(kept.sum(), torch.tensor(1.0))
+    assert (filter_distribution(logits, top_p=0.75) > 0).sum() == 2
+    assert (filter_distribution(logits, top_p=0.76) > 0).sum() == 3
+    assert (filter_distribution(logits, top_p=1.0) > 0).sum() == 4
+    assert (filter_distribution(logits, top_k=3) > 0).tolist() == [True, True, True, False]
+
+
+def test_temperature_sharpens_and_flattens():
+    logits = torch.tensor([2.0, 1.0, 0.0])
+    cold, warm = filter_distribution(logits, 0.5), filter_distribution(logits, 2.0)
+    assert cold[0] > torch.softmax(logits, -1)[0] > warm[0]
+
+
+def test_seed_fixes_a_sample(model):
+    options = DecodingOptions(strategy="sample", temperature=1.5, seed=42, max_len=15)
+    runs = {tuple(generate(model, SOURCES[0], options).tokens) for _ in range(3)}
+    assert len(runs) == 1
+    others = {
+        tuple(generate(model, SOURCES[0], DecodingOptions(
+            strategy="sample", temperature=1.5, seed=s, max_len=15)).tokens)
+        for s in range(8)
+    }
+    assert len(others) > 1, "different seeds should give different samples at T=1.5"
+
+
+def test_forced_prefix_is_kept(model):
+    result = generate(model, SOURCES[0], DecodingOptions(max_len=10), forced_prefix=[7, 8])
+    assert result.tokens[:2] == [7, 8]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [dict(strategy="nope"), dict(temperature=0), dict(top_p=0), dict(top_p=1.5), dict(top_k=0),
+     dict(beam_size=9), dict(max_len=0)],
+)
+def test_options_are_validated(bad):
+    with pytest.raises(ValueError):
+        DecodingOptions(**bad)

@@ -1,0 +1,33 @@
+from model.tokenizer import SPECIAL_TOKENS, ChineseTokenizer, EnglishTokenizer
+from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+SENTENCES = ["The cat sits on the mat.", "The cats are sitting.", "A dog sits on a mat."] * 5
+
+
+def test_special_token_ids():
+    assert SPECIAL_TOKENS == ["<pad>", "<bos>", "<eos>", "<unk>"]
+    assert (PAD_ID, BOS_ID, EOS_ID, UNK_ID) == (0, 1, 2, 3)
+    english = EnglishTokenizer.train(SENTENCES, vocab_size=80)
+    assert [english.id_to_token(i) for i in range(4)] == SPECIAL_TOKENS
+
+
+def test_english_round_trip(tmp_path):
+    english = EnglishTokenizer.train(SENTENCES, vocab_size=80)
+    ids = english.encode("The cat sits on the mat.")
+    assert ids[-1] == EOS_ID
+    assert english.decode(ids) == "the cat sits on the mat."
+    english.save(tmp_path / "en.json")
+    again = EnglishTokenizer.load(tmp_path / "en.json")
+    assert again.encode("The cats sit.") == english.encode("The cats sit.")
+    assert "".join(p.removeprefix("##") for p in again.tokenize("sitting")) == "sitting"
+
+
+def test_chinese_characters_round_trip(tmp_path):
+    chinese = ChineseTokenizer.train(["猫坐在垫子上。", "狗 在 跑"])
+    assert chinese.tokenize("猫坐在垫子上") == ["猫", "坐", "在", "垫", "子", "上"]
+    ids = chinese.encode("猫坐在垫子上。", add_bos=True, add_eos=True)
+    assert ids[0] == BOS_ID and ids[-1] == EOS_ID
+    assert chinese.decode(ids[1:]) == "猫坐在垫子上。"
+    assert chinese.encode("鱼")[0] == UNK_ID
+    chinese.save(tmp_path / "zh.json")
+    assert ChineseTokenizer.load(tmp_path / "zh.json").vocabulary == chinese.vocabulary

@@ -1,0 +1,114 @@
+"""Translator.trace / score / kv_cache_race on a tiny random checkpoint."""
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from model.decoding import DecodingOptions
+from model.transformer import BOS_ID
+from model.translator import CheckpointError, InputError, Translator
+
+TEXT = "The cat sits on the mat."
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(CheckpointError, match="python -m model.train"):
+        Translator.load(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [DecodingOptions(max_len=12), DecodingOptions(strategy="beam", beam_size=3, max_len=12),
+     DecodingOptions(strategy="sample", temperature=0.8, top_p=0.9, seed=1, max_len=12)],
+)
+def test_trace_shapes_and_json(tiny_translator, options):
+    trace = tiny_translator.trace(TEXT, options)
+    config = tiny_translator.config
+    S, T, H = len(trace.source_tokens), len(trace.decoder_input), config.n_heads
+    assert len(trace.steps) == T
+    assert len(trace.encoder) == config.n_encoder_layers
+    for layer in trace.encoder:
+        assert len(layer["self_attention"]) == H
+        assert all(len(row) == S for head in layer["self_attention"] for row in head)
+    for layer in trace.decoder:
+        for head in layer["self_attention"]:
+            assert len(head) == T and all(len(row) == T for row in head)
+            assert all(head[i][j] == 0 for i in range(T) for j in range(i + 1, T))
+        for head in layer["cross_attention"]:
+            assert len(head) == T and all(len(row) == S for row in head)
+            assert all(abs(sum(row) - 1) < 1e-3 for row in head)
+    assert len(trace.embeddings["encoder"]["sum"]) == S
+    assert len(trace.embeddings["encoder"]["sum"][0]) == config.d_model
+    assert len(trace.projection["points"]) == config.n_encoder_layers + 1
+    json.dumps(trace.to_dict())  # plain data only
+    detail = trace.attention_detail("decoder_self", 0, 1)
+    assert detail["masked"][0][1] is None  # blocked future position
+    assert len(detail["q"]) == T and len(detail["q"][0]) == config.d_head
+
+
+def test_trace_rows_equal_the_step_by_step_decoder(tiny_translator):
+    """The trace's decoder attention equals what the KV-cached decoder computed at each step."""
+    trace = tiny_translator.trace(TEXT, DecodingOptions(max_len=8))
+    model = tiny_translator.model
+    src = torch.tensor([trace.source_ids])
+    with torch.inference_mode():
+        memory = model.encode(src)
+        cache = model.new_cache()
+        ids = [BOS_ID, *trace.target_ids]
+        for t in range(len(trace.decoder_input)):
+            record = {}
+            logits = model.decode(torch.tensor([[ids[t]]]), memory, src, cache=cache, offset=t,
+                                  record=record)
+            probs = torch.softmax(logits[0, -1], -1)
+            assert abs(float(probs[trace.steps[t].id]) - trace.steps[t].prob) < 1e-5
+            for layer, recorded in enumerate(record["layers"]):
+                row = recorded["self_attention"]["weights"][0, :, 0].tolist()
+                for head in range(len(row)):
+                    expected = trace.decoder[layer]["self_attention"][head][t][: t + 1]
+                    assert row[head] == pytest.approx(expected, abs=1e-4)
+                cross = recorded["cross_attention"]["weights"][0, :, 0].tolist()
+                for head in range(len(cross)):
+                    expected = trace.decoder[layer]["cross_attention"][head][t]
+                    assert cross[head] == pytest.approx(expected, abs=1e-4)
+
+
+def test_forced_prefix(tiny_translator):
+    trace = tiny_translator.trace(TEXT, DecodingOptions(max_len=6), forced_prefix=["狗", "在"])
+    assert trace.target_tokens[:2] == ["狗", "在"]
+    assert [s.forced for s in trace.steps[:3]] == [True, True, False]
+    with pytest.raises(InputError) as error:
+        tiny_translator.trace(TEXT, forced_prefix=["鱼"])
+    assert error.value.field == "forced_prefix"
+
+
+def test_too_many_source_tokens(tiny_translator):
+    with pytest.raises(InputError, match="64"):
+        tiny_translator.trace("cat " * 70)
+
+
+def test_score_equals_torch_cross_entropy(tiny_translator):
+    score = tiny_translator.score(TEXT, "猫坐在垫子上。")
+    assert score.decoder_input[0] == "<bos>" and score.labels[-1] == "<eos>"
+    assert score.decoder_input[1:] == score.labels[:-1]
+    model, chinese = tiny_translator.model, tiny_translator.chinese
+    src = torch.tensor([tiny_translator.english.encode(TEXT)])
+    ref = chinese.encode("猫坐在垫子上。")
+    with torch.no_grad():
+        logits = model(src, torch.tensor([[BOS_ID, *ref]]))[0]
+    labels = torch.tensor([*ref, 2])
+    assert score.loss == pytest.approx(float(F.cross_entropy(logits, labels)), abs=1e-4)
+    assert score.smoothed_loss == pytest.approx(
+        float(F.cross_entropy(logits, labels, label_smoothing=0.1)), abs=1e-4)
+    assert score.grad_norm > 0
+    assert score.clipped_grad_norm == pytest.approx(min(score.grad_norm, 1.0), abs=1e-4)
+    assert all(p.grad is None for p in model.parameters()), "scoring never leaves gradients"
+
+
+def test_kv_cache_race_is_identical(tiny_translator):
+    race = tiny_translator.kv_cache_race(TEXT, steps=10)
+    assert race["identical"] is True
+    assert race["cached_positions"] == [1] * 10
+    assert race["uncached_positions"] == list(range(1, 11))
+    assert len(race["tokens"]) == 10
