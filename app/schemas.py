@@ -1,0 +1,137 @@
+"""Request and response bodies of the JSON API. Every request field has a limit.
+
+Non-English input: the model only knows English sub-words, so text without a single Latin letter
+(Chinese, emoji, digits only) is rejected with a 422 that says English is expected. Text that mixes
+English with other characters is translated; unknown pieces become <unk>.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_TEXT_CHARS = 200
+MAX_FORCED = 128
+MAX_SEED = 2**31 - 1
+LATIN_LETTER = re.compile(r"[A-Za-z]")
+
+Strategy = Literal["greedy", "sample", "beam"]
+AttentionKind = Literal["encoder", "decoder_self", "cross"]
+TargetToken = Annotated[str, Field(min_length=1, max_length=8)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class TranslateRequest(Strict):
+    """One sentence and how to decode it."""
+
+    text: str = Field(
+        min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sits on the mat."],
+        description=f"English text, 1–{MAX_TEXT_CHARS} characters and at most 64 tokens",
+    )
+    strategy: Strategy = "greedy"
+    temperature: float = Field(1.0, gt=0, le=5, description="sampling only; (0, 5]")
+    top_k: int | None = Field(None, ge=1, le=1000, description="sampling only; 1–1000")
+    top_p: float | None = Field(None, gt=0, le=1, description="sampling only; (0, 1]")
+    beam_size: int = Field(4, ge=1, le=8, description="beam search only; 1–8")
+    max_len: int = Field(64, ge=1, le=128, description="most Chinese tokens to produce; 1–128")
+    seed: int | None = Field(None, ge=0, le=MAX_SEED, description="sampling seed")
+
+    @field_validator("text")
+    @classmethod
+    def english_text(cls, text: str) -> str:
+        text = " ".join(unicodedata.normalize("NFC", text).split())
+        if not text:
+            raise ValueError("text must not be empty or only whitespace")
+        if not LATIN_LETTER.search(text):
+            raise ValueError("text must be English: the model reads English and writes Chinese")
+        return text
+
+    def cache_key(self) -> tuple:
+        """The same translation → the same key: options a strategy ignores are dropped."""
+        sample = self.strategy == "sample"
+        return (
+            self.text,
+            self.strategy,
+            self.temperature if sample else None,
+            self.top_k if sample else None,
+            self.top_p if sample else None,
+            (self.seed or 0) if sample else None,
+            self.beam_size if self.strategy == "beam" else None,
+            self.max_len,
+            tuple(getattr(self, "forced_prefix", ())),
+        )
+
+
+class TraceRequest(TranslateRequest):
+    forced_prefix: list[TargetToken] = Field(
+        default_factory=list, max_length=MAX_FORCED,
+        description="Chinese tokens the translation must start with (then decoding continues)",
+    )
+
+
+class AttentionDetailRequest(TraceRequest):
+    kind: AttentionKind
+    layer: int = Field(ge=0, le=63, description="0-based layer index")
+    head: int = Field(ge=0, le=63, description="0-based head index")
+
+
+class AttentionStagesRequest(AttentionDetailRequest):
+    query: int = Field(0, ge=0, le=255, description="the query row to follow (0-based)")
+
+
+class FigureRequest(TraceRequest):
+    layer: int = Field(0, ge=0, le=63, description="decoder layer shown by the decode view")
+
+
+class Candidate(BaseModel):
+    token: str
+    prob: float
+    sample_prob: float | None = None
+    id: int | None = None
+
+
+class Step(BaseModel):
+    token: str
+    prob: float
+    top: list[Candidate]
+    position: int | None = None
+    forced: bool = False
+    entropy: float | None = None
+
+
+class TranslateResponse(BaseModel):
+    text: str
+    translation: str
+    source_tokens: list[str]
+    target_tokens: list[str]
+    finished: bool
+    steps: list[Step]
+    model_ms: float
+
+
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class ModelInfo(BaseModel):
+    config: dict
+    parameters: dict[str, int]
+    training: dict
+    evaluation: dict
+    checkpoint: str
+
+
+class ErrorItem(BaseModel):
+    field: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    message: str
+    errors: list[ErrorItem] = []

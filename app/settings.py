@@ -1,0 +1,23 @@
+"""Server settings: command-line flags override ``ITT_*`` environment variables, which override
+the defaults below."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from model.translator import DEFAULT_CHECKPOINT
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ITT_", extra="ignore")
+
+    host: str = "127.0.0.1"  # loopback only by default; pass --host 0.0.0.0 to expose it
+    port: int = Field(8000, ge=1, le=65535)
+    checkpoint: Path = DEFAULT_CHECKPOINT  # folder with weights.safetensors, config.json, ...
+    workers: int = Field(1, ge=1, le=32)  # uvicorn worker processes; each loads the model once
+    cache_size: int = Field(64, ge=1, le=4096)  # traces kept in memory (LRU), per process
+    max_body_bytes: int = Field(16 * 1024, ge=1024)  # larger request bodies get 413
+    log_level: str = "info"

@@ -1,0 +1,66 @@
+"""One trace per distinct request: a small thread-safe LRU cache in front of Translator.trace.
+
+Every view (pipeline, attention, decoding, attention detail) asks this cache, so moving between
+pages reads the recorded trace instead of running the model again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+
+from app.schemas import TranslateRequest
+from model.decoding import DecodingOptions
+from model.trace import Trace
+from model.translator import Translator
+
+
+class TraceCache:
+    def __init__(self, translator: Translator, size: int = 64):
+        self.translator = translator
+        self.size = size
+        self.model_calls = 0  # how many times the model really ran (tests read this)
+        self._traces: OrderedDict[tuple, Trace] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[tuple, threading.Lock] = {}
+
+    def get(self, request: TranslateRequest) -> tuple[Trace, float]:
+        """The trace for ``request`` and the milliseconds this call spent in the model (0 if cached)."""
+        key = request.cache_key()
+        with self._lock:
+            if key in self._traces:
+                self._traces.move_to_end(key)
+                return self._traces[key], 0.0
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        # Identical requests arriving together wait for one model run instead of starting several.
+        with key_lock:
+            with self._lock:
+                if key in self._traces:
+                    self._traces.move_to_end(key)
+                    return self._traces[key], 0.0
+            started = time.perf_counter()
+            trace = self.translator.trace(
+                request.text, options(request), getattr(request, "forced_prefix", None) or None
+            )
+            elapsed = (time.perf_counter() - started) * 1000
+            with self._lock:
+                self.model_calls += 1
+                self._traces[key] = trace
+                self._traces.move_to_end(key)
+                while len(self._traces) > self.size:
+                    self._traces.popitem(last=False)
+                self._key_locks.pop(key, None)
+        return trace, elapsed
+
+
+def options(request: TranslateRequest) -> DecodingOptions:
+    return DecodingOptions(
+        strategy=request.strategy,
+        temperature=request.temperature,
+        top_k=request.top_k,
+        top_p=request.top_p,
+        beam_size=request.beam_size,
+        max_len=request.max_len,
+        seed=request.seed,
+    )

@@ -1,0 +1,145 @@
+/* The attention page: a grid of every head, one enlarged head, and one query row stage by stage. */
+"use strict";
+
+(() => {
+  const KINDS = ["encoder", "decoder_self", "cross"];
+  let data = null;
+  let selected = null; // {kind, layer, head}
+
+  function selectionFromURL() {
+    const query = ITT.params();
+    const kind = KINDS.includes(query.get("kind")) ? query.get("kind") : "encoder";
+    return {
+      kind,
+      layer: Math.max(0, Number.parseInt(query.get("layer") || "0", 10) || 0),
+      head: Math.max(0, Number.parseInt(query.get("head") || "0", 10) || 0),
+      query: Math.max(0, Number.parseInt(query.get("q") || "0", 10) || 0),
+    };
+  }
+
+  function cellLabel(kind, layer, head) {
+    return ITT.t("attention.open", {
+      kind: ITT.t(`attention.${kind}`), layer: layer + 1, head: head + 1,
+    });
+  }
+
+  function drawGrid() {
+    for (const kind of KINDS) {
+      const grid = document.querySelector(`.head-grid[data-kind="${kind}"]`);
+      const buttons = data.kinds[kind].map((cell) => {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.className = "head-cell";
+        button.dataset.kind = kind;
+        button.dataset.layer = cell.layer;
+        button.dataset.head = cell.head;
+        button.setAttribute("aria-label", cellLabel(kind, cell.layer, cell.head));
+        button.appendChild(ITT.element("span", `L${cell.layer + 1} · H${cell.head + 1}`, "cell-label"));
+        const thumb = ITT.element("div", null, "thumb");
+        button.appendChild(thumb);
+        button.addEventListener("click", () => select({ kind, layer: cell.layer, head: cell.head, query: 0 }, true));
+        return [button, thumb, cell];
+      });
+      grid.replaceChildren(...buttons.map(([button]) => button));
+      for (const [, thumb, cell] of buttons) {
+        const small = {
+          data: [Object.assign({}, cell.figure.data[0], cell.thumbnail.trace)],
+          layout: cell.thumbnail.layout,
+        };
+        ITT.plot(thumb, small, { staticPlot: true, responsive: false });
+      }
+    }
+  }
+
+  function findCell(choice) {
+    return data.kinds[choice.kind].find((c) => c.layer === choice.layer && c.head === choice.head);
+  }
+
+  async function select(choice, userAction) {
+    if (!findCell(choice)) choice = { kind: choice.kind, layer: 0, head: 0, query: 0 };
+    selected = choice;
+    document.querySelectorAll(".head-cell").forEach((button) => {
+      const on = button.dataset.kind === choice.kind && Number(button.dataset.layer) === choice.layer
+        && Number(button.dataset.head) === choice.head;
+      button.setAttribute("aria-pressed", on ? "true" : "false");
+    });
+    const cell = findCell(choice);
+    document.getElementById("enlarged-label").textContent =
+      `${ITT.t(`attention.${choice.kind}`)} · ${ITT.t("word.layer", { n: choice.layer + 1 })} · ${ITT.t("word.head", { n: choice.head + 1 })}`;
+    ITT.plot(document.getElementById("enlarged"), cell.figure);
+    if (userAction) {
+      const query = ITT.params();
+      query.set("kind", choice.kind);
+      query.set("layer", choice.layer);
+      query.set("head", choice.head);
+      query.delete("q");
+      ITT.setURL(query, false);
+    }
+    const tokens = choice.kind === "encoder" ? data.source_tokens : data.decoder_input;
+    const select = document.getElementById("query-select");
+    select.replaceChildren(...tokens.map((token, index) => {
+      const option = ITT.element("option", `${index + 1}: ${token}`);
+      option.value = index;
+      return option;
+    }));
+    select.value = Math.min(choice.query, tokens.length - 1);
+    await drawStages();
+  }
+
+  async function drawStages() {
+    const query = Number(document.getElementById("query-select").value || 0);
+    const body = ITT.requestFromURL({
+      kind: selected.kind, layer: selected.layer, head: selected.head, query,
+    });
+    const answer = await ITT.api("/api/figures/attention-detail", body);
+    const detail = answer.detail;
+    document.getElementById("stage-scale-title").textContent =
+      ITT.t("stage.scale", { root: Math.sqrt(detail.d_k).toFixed(3) });
+    for (const stage of ["raw", "scaled", "masked", "weights"]) {
+      ITT.plot(document.getElementById(`stage-${stage}`), answer.figures[stage]);
+    }
+    drawWeightedSum(detail, query);
+  }
+
+  function drawWeightedSum(detail, query) {
+    const dims = Math.min(6, detail.v[0].length);
+    const table = document.getElementById("weighted-sum");
+    const head = document.createElement("tr");
+    head.appendChild(ITT.element("th", ITT.t("stage.table_key")));
+    head.appendChild(ITT.element("th", ITT.t("word.weight")));
+    for (let d = 0; d < dims; d += 1) head.appendChild(ITT.element("th", `v[${d}]`));
+    const rows = [head];
+    detail.key_tokens.forEach((token, k) => {
+      const weight = detail.weights[query][k];
+      const row = document.createElement("tr");
+      row.appendChild(ITT.element("th", token));
+      row.appendChild(ITT.element("td", weight.toFixed(4)));
+      for (let d = 0; d < dims; d += 1) row.appendChild(ITT.element("td", detail.v[k][d].toFixed(3)));
+      if (weight === 0) row.className = "blocked";
+      rows.push(row);
+    });
+    const total = document.createElement("tr");
+    total.className = "total";
+    total.appendChild(ITT.element("th", `${ITT.t("stage.output")} = Σ ${ITT.t("word.weight")} × v`));
+    total.appendChild(ITT.element("td", "1"));
+    for (let d = 0; d < dims; d += 1) total.appendChild(ITT.element("td", detail.output[query][d].toFixed(3)));
+    rows.push(total);
+    table.replaceChildren(...rows);
+  }
+
+  async function load() {
+    ITT.clearError();
+    data = await ITT.api("/api/figures/attention", ITT.requestFromURL());
+    drawGrid();
+    await select(selectionFromURL(), false);
+  }
+
+  document.getElementById("query-select").addEventListener("change", () => {
+    const query = ITT.params();
+    query.set("q", document.getElementById("query-select").value);
+    ITT.setURL(query, false);
+    selected.query = Number(document.getElementById("query-select").value);
+    drawStages().catch((error) => ITT.showError(error.message));
+  });
+  ITT.start(load);
+})();

@@ -1,0 +1,146 @@
+/* Step-through decoding: seven views inside one decoder layer per time step; click a candidate
+   to force it (forced_prefix = tokens so far + candidate) and decode on from there. */
+"use strict";
+
+(() => {
+  const BOXES = ["self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "add_norm3",
+    "softmax"];
+  let data = null;
+  let step = 0;
+
+  function layerFromURL() {
+    const raw = ITT.params().get("layer");
+    const fallback = ITT.pageData.config.n_decoder_layers - 1;
+    const layer = raw === null ? fallback : Number.parseInt(raw, 10);
+    return Number.isInteger(layer) && layer >= 0 ? layer : fallback;
+  }
+
+  function fixed(value, digits) {
+    return Number(value).toFixed(digits);
+  }
+
+  function drawStep() {
+    const steps = data.steps;
+    const total = steps.length;
+    step = Math.min(Math.max(step, 0), Math.max(total - 1, 0));
+    const slider = document.getElementById("step-slider");
+    slider.max = Math.max(total - 1, 0);
+    slider.value = step;
+    document.getElementById("prev-step").disabled = step <= 0;
+    document.getElementById("next-step").disabled = step >= total - 1;
+    document.getElementById("translation").textContent = `${ITT.t("word.translation")}: ${data.translation || "∅"}`;
+    if (!total) return;
+    const current = steps[step];
+    document.getElementById("step-title").textContent = ITT.t("decode.step_of", { n: step + 1, total });
+    ITT.chips(document.getElementById("prefix"), current.prefix);
+    document.getElementById("chosen").textContent =
+      ITT.t("decode.chose", { token: current.token, prob: fixed(current.prob, 4) })
+      + (current.forced ? ` ${ITT.t("decode.forced")}` : "");
+    for (const box of BOXES) {
+      ITT.plot(document.getElementById(`fig-${box}`), current.figures[box]);
+    }
+    const numbers = current.numbers;
+    for (const key of ["add_norm1", "add_norm2", "add_norm3"]) {
+      const n = numbers[key];
+      document.getElementById(`num-${key}`).textContent = `${ITT.t("num.residual", {
+        a: fixed(n.residual_norm, 2), b: fixed(n.sublayer_norm, 2),
+      })}; ${ITT.t("num.norm", {
+        m1: fixed(n.sum_mean, 3), s1: fixed(n.sum_std, 3), m2: fixed(n.normed_mean, 3),
+        s2: fixed(n.normed_std, 3),
+      })}`;
+    }
+    document.getElementById("num-ffn").textContent = ITT.t("num.ffn", {
+      share: fixed(numbers.ffn.active_share * 100, 1), d: numbers.ffn.d_ff,
+    });
+    document.getElementById("num-entropy").textContent = ITT.t("num.entropy", { h: fixed(current.entropy, 3) });
+    drawCandidates(current);
+  }
+
+  function drawCandidates(current) {
+    const list = document.getElementById("candidates");
+    const items = current.figures.softmax.data[0].customdata.map((token, index) => {
+      const item = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = token === current.token ? "candidate chosen" : "candidate";
+      button.dataset.token = token;
+      button.setAttribute("aria-label", ITT.t("decode.force", { token }));
+      button.appendChild(ITT.element("span", token, "token"));
+      button.appendChild(ITT.element("span", fixed(current.figures.softmax.data[0].x[index], 4), "prob"));
+      button.addEventListener("click", () => force(token));
+      item.appendChild(button);
+      return item;
+    });
+    list.replaceChildren(...items);
+  }
+
+  function goTo(next) {
+    if (!data || !data.steps.length) return;
+    step = Math.min(Math.max(next, 0), data.steps.length - 1);
+    const query = ITT.params();
+    query.set("step", step);
+    ITT.setURL(query, false);
+    drawStep();
+  }
+
+  /** Keep the tokens before this step, put ``token`` here, and decode again from there. */
+  function force(token) {
+    const prefix = data.steps.slice(0, step).map((s) => s.token);
+    const query = ITT.params();
+    query.delete("forced");
+    for (const t of [...prefix, token]) query.append("forced", t);
+    query.set("step", step);
+    ITT.setURL(query, true);
+    load().catch((error) => ITT.showError(error.message));
+  }
+
+  async function load() {
+    ITT.clearError();
+    const query = ITT.params();
+    const layer = layerFromURL();
+    document.getElementById("layer-select").value = String(layer);
+    document.getElementById("reset-forced").hidden = query.getAll("forced").length === 0;
+    data = await ITT.api("/api/figures/decode", ITT.requestFromURL({ layer }));
+    step = Number.parseInt(query.get("step") || "0", 10) || 0;
+    const beam = document.getElementById("beam");
+    beam.hidden = !data.beam;
+    if (data.beam) ITT.plot(document.getElementById("beam-tree"), data.beam);
+    drawStep();
+  }
+
+  document.getElementById("prev-step").addEventListener("click", () => goTo(step - 1));
+  document.getElementById("next-step").addEventListener("click", () => goTo(step + 1));
+  document.getElementById("step-slider").addEventListener("input", (event) => goTo(Number(event.target.value)));
+  document.addEventListener("keydown", (event) => {
+    const tag = (event.target.tagName || "").toLowerCase();
+    if (["input", "select", "textarea"].includes(tag) && event.target.type !== "range") return;
+    if (event.target.type === "range") return; // the slider handles its own arrow keys
+    if (event.key === "ArrowLeft") { goTo(step - 1); event.preventDefault(); }
+    if (event.key === "ArrowRight") { goTo(step + 1); event.preventDefault(); }
+  });
+  document.getElementById("strategy-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const form = new FormData(event.target);
+    const query = new URLSearchParams();
+    query.set("text", ITT.params().get("text") || ITT.pageData.default_text);
+    for (const [name, value] of form.entries()) {
+      if (name !== "text" && value !== "") query.set(name, value);
+    }
+    ITT.setURL(query, true);
+    load().catch((error) => ITT.showError(error.message));
+  });
+  document.getElementById("layer-select").addEventListener("change", (event) => {
+    const query = ITT.params();
+    query.set("layer", event.target.value);
+    ITT.setURL(query, false);
+    load().catch((error) => ITT.showError(error.message));
+  });
+  document.getElementById("reset-forced").addEventListener("click", () => {
+    const query = ITT.params();
+    query.delete("forced");
+    query.delete("step");
+    ITT.setURL(query, true);
+    load().catch((error) => ITT.showError(error.message));
+  });
+  ITT.start(load);
+})();

@@ -1,0 +1,16 @@
+/* The pipeline page: translate the sentence in the URL and show its tokens and probabilities. */
+"use strict";
+
+(() => {
+  async function load() {
+    ITT.clearError();
+    const data = await ITT.api("/api/figures/pipeline", ITT.requestFromURL());
+    document.getElementById("translation").textContent = data.translation || "∅";
+    document.getElementById("unfinished").hidden = data.finished;
+    ITT.chips(document.getElementById("source-tokens"), data.source_tokens);
+    ITT.chips(document.getElementById("target-tokens"), data.target_tokens);
+    ITT.plot(document.getElementById("probabilities"), data.figures.probabilities);
+    document.getElementById("timing").textContent = ITT.t("word.model_ms", { ms: data.model_ms });
+  }
+  ITT.start(load);
+})();
