@@ -5,6 +5,7 @@
 (() => {
   const BOXES = ["self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "add_norm3",
     "softmax"];
+  const UNFORCEABLE = ["<pad>", "<bos>"]; // never a valid next token, so they cannot be forced
   let data = null;
   let step = 0;
 
@@ -67,6 +68,7 @@
       button.setAttribute("aria-label", ITT.t("decode.force", { token }));
       button.appendChild(ITT.element("span", token, "token"));
       button.appendChild(ITT.element("span", fixed(current.figures.softmax.data[0].x[index], 4), "prob"));
+      if (UNFORCEABLE.includes(token)) button.disabled = true;
       button.addEventListener("click", () => force(token));
       item.appendChild(button);
       return item;
