@@ -1,0 +1,31 @@
+/* /coreference: rank every encoder head by the weight the pronoun puts on its referent. */
+"use strict";
+
+(() => {
+  const value = (id) => document.getElementById(id).value.trim();
+
+  async function load() {
+    ITT.clearError();
+    const data = await SEC.get("/api/coreference", {
+      text: value("coref-text"), pronoun: value("coref-pronoun"),
+      referent: value("coref-referent"), distractor: value("coref-distractor"),
+    });
+    document.getElementById("uniform").textContent =
+      ITT.t("coref.uniform", { n: data.tokens.length, u: data.uniform.toFixed(3) });
+    ITT.plot(document.getElementById("coref-grid"), data.figures.grid);
+    ITT.plot(document.getElementById("coref-best"), data.figures.best);
+    const head = [ITT.t("coref.rank"), ITT.t("word.layer", { n: "" }).trim(),
+      ITT.t("word.head", { n: "" }).trim(), ITT.t("coref.weight"),
+      ITT.t("coref.referent_rank"), ITT.t("coref.top_word")];
+    if (data.distractor.length) head.splice(4, 0, ITT.t("coref.distractor_weight"));
+    const rows = data.ranking.map((entry, index) => {
+      const row = [String(index + 1), String(entry.layer + 1), String(entry.head + 1),
+        entry.weight.toFixed(3), String(entry.referent_rank), entry.top_word];
+      if (data.distractor.length) row.splice(4, 0, entry.distractor_weight.toFixed(3));
+      return row;
+    });
+    SEC.table(document.getElementById("coref-ranking"), head, rows, false);
+  }
+  ITT.syncLinks();
+  load().catch((error) => ITT.showError(error.message));
+})();
