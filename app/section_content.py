@@ -30,7 +30,7 @@ IMPROVEMENTS = {
 TIMELINE = ["2017", "2018", "2020", "2022", "2024"]
 CHATGPT_STAGES = ["pretrain", "sft", "rm", "ppo"]
 
-# The guided tour, in the documents' order: (path, pipeline stage highlighted, i18n key prefix).
+# The guided tour, in the documents' order: (path, pipeline stages highlighted, i18n key prefix).
 TOUR = [
     ("/", "all", "tour.pipeline"),
     ("/tokens", "tokens", "tour.tokens"),
@@ -38,7 +38,7 @@ TOUR = [
     ("/attention", "encoder", "tour.attention"),
     ("/coreference", "encoder", "tour.coreference"),
     ("/training", "loss", "tour.training"),
-    ("/decode", "decoder", "tour.decode"),
+    ("/decode", "decoder output", "tour.decode"),
     ("/kv-cache", "decoder", "tour.kv"),
     ("/scale", "all", "tour.scale"),
 ]

@@ -12,6 +12,7 @@ GREEN, VERMILION, PURPLE = "#009E73", "#D55E00", "#CC79A7"  # more Okabe–Ito c
 DIVERGING = "RdBu"
 MASK_SCALE = [[0, "#3b3b3b"], [0.5, "#3b3b3b"], [0.5, "#56B4E9"], [1, "#56B4E9"]]
 STAGE_COLOURS = [GREY, BLUE, ORANGE, GREEN, VERMILION, PURPLE]
+TWO_AXES_MARGIN = {"l": 60, "r": 80, "t": 40, "b": 50}  # room for a right-hand axis and its title
 
 
 def _axis(title: str = "", reverse: bool = False, **extra) -> dict:
@@ -291,6 +292,7 @@ def score_figure(score: dict, titles: tuple[str, str]) -> dict:
         yaxis2={"title": {"text": titles[1]}, "overlaying": "y", "side": "right",
                 "rangemode": "tozero", "showgrid": False},
         legend={"orientation": "h", "y": 1.15, "x": 1, "xanchor": "right"},
+        margin=TWO_AXES_MARGIN,
     )
     return {"data": data, "layout": layout}
 
@@ -366,6 +368,7 @@ def epoch_curves(epochs: list[dict], names: dict[str, str]) -> dict:
         yaxis2={"title": {"text": names["train_loss"]}, "overlaying": "y", "side": "right",
                 "showgrid": False, "rangemode": "tozero"},
         legend={"orientation": "h", "y": 1.15, "x": 1, "xanchor": "right"},
+        margin=TWO_AXES_MARGIN,
     )
     return {"data": data, "layout": layout}
 
@@ -410,7 +413,8 @@ def kv_work_figure(race: dict, names: tuple[str, str], ylabel: str = "positions"
                      yaxis={"title": {"text": ylabel}, "rangemode": "tozero"},
                      yaxis2={"title": {"text": "Σ"}, "overlaying": "y", "side": "right",
                              "showgrid": False, "rangemode": "tozero"},
-                     legend={"orientation": "h", "y": 1.2, "x": 1, "xanchor": "right"})
+                     legend={"orientation": "h", "y": 1.2, "x": 1, "xanchor": "right"},
+                     margin=TWO_AXES_MARGIN)
     return {"data": data, "layout": layout}
 
 

@@ -6,7 +6,7 @@ import re
 import unicodedata
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.schemas import MAX_TEXT_CHARS, Strict, TranslateRequest
 
@@ -14,6 +14,13 @@ MAX_REFERENCE_CHARS = 200
 MAX_KV_STEPS = 128
 CHINESE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 WORD = re.compile(r"^[A-Za-z][A-Za-z'\-]*$")
+
+
+class QueryModel(BaseModel):
+    """Query-string parameters arrive as text, so numbers are parsed (not strict), but unknown
+    parameters and infinities are still refused."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 def _english(text: str) -> str:
@@ -51,7 +58,7 @@ class ScoreRequest(Strict):
         return reference
 
 
-class KVCacheQuery(Strict):
+class KVCacheQuery(QueryModel):
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS,
                       description=f"English source, 1–{MAX_TEXT_CHARS} characters")
     steps: int = Field(32, ge=1, le=MAX_KV_STEPS,
@@ -63,7 +70,7 @@ class KVCacheQuery(Strict):
         return _english(text)
 
 
-class CoreferenceQuery(Strict):
+class CoreferenceQuery(QueryModel):
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS,
                       examples=["The woman said that she was tired."],
                       description="English sentence with a pronoun and the noun it refers to")
@@ -85,7 +92,7 @@ class CoreferenceQuery(Strict):
         return word
 
 
-class ScaleQuery(Strict):
+class ScaleQuery(QueryModel):
     """A Transformer's sizes; the answer counts every weight matrix."""
 
     architecture: Literal["decoder_only", "encoder_decoder"] = "decoder_only"

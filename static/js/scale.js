@@ -41,7 +41,7 @@
     const head = [ITT.t("scale.col.matrix"), ITT.t("scale.col.shape"), ITT.t("scale.col.per_layer"),
       ITT.t("scale.col.times"), ITT.t("scale.col.total")];
     const rows = data.rows.map((row) => [
-      `${ITT.t(`scale.group.${row.group}`)} · ${row.label}`, row.shape, SEC.number(row.per_layer),
+      row.label, row.shape, SEC.number(row.per_layer),
       String(row.times), SEC.number(row.count),
     ]);
     rows.push([ITT.t("scale.total"), "", "", "", SEC.number(data.total)]);
