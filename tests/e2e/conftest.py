@@ -1,0 +1,108 @@
+"""Browser tests: a real uvicorn server on a free loopback port and Debian's headless Chromium.
+
+Chromium must be at /usr/bin/chromium (scripts/test.sh installs it); without it these tests fail.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+LOOPBACK = {"127.0.0.1", "localhost"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server(tiny_checkpoint):
+    port = free_port()
+    log = (ARTIFACTS / "e2e-server.log")
+    ARTIFACTS.mkdir(exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ITT_CHECKPOINT": str(tiny_checkpoint)}
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "app", "--port", str(port), "--checkpoint", str(tiny_checkpoint)],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"the server did not start; see {log}")
+        time.sleep(0.3)
+    yield url
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (scripts/test.sh does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class Watch:
+    """Console errors and every request URL a page made."""
+
+    def __init__(self):
+        self.errors: list[str] = []
+        self.urls: list[str] = []
+
+    def check(self) -> None:
+        assert self.errors == [], self.errors
+        foreign = [u for u in self.urls
+                   if urlsplit(u).scheme not in ("data", "blob") and urlsplit(u).hostname not in LOOPBACK]
+        assert foreign == [], foreign
+
+
+@pytest.fixture()
+def page(browser, request):
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
+    page = context.new_page()
+    watch = Watch()
+    page.on("console", lambda m: watch.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: watch.errors.append(str(e)))
+    page.on("request", lambda r: watch.urls.append(r.url))
+    page.watch = watch
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+    watch.check()
+
+
+def shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)

@@ -1,0 +1,177 @@
+"""The pages in headless Chromium against a real server on the tiny checkpoint."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.e2e.conftest import shot
+
+pytestmark = pytest.mark.e2e
+SENTENCE = "The dog runs in the park."
+
+
+def wait_idle(page) -> None:
+    page.wait_for_load_state("networkidle")
+    page.locator("body.busy").wait_for(state="detached")  # no wait_for_function: CSP forbids eval
+
+
+def test_type_a_sentence_and_see_the_translation(page, server):
+    page.goto(f"{server}/?max_len=10")
+    wait_idle(page)
+    page.fill("#text", SENTENCE)
+    page.press("#text", "Enter")
+    page.wait_for_url(re.compile(r"text=The\+dog"))
+    wait_idle(page)
+    tokens = page.locator("#source-tokens li").all_text_contents()
+    assert "dog" in tokens and tokens[-1] == "<eos>"
+    assert page.locator("#translation").text_content().strip()
+    assert page.locator("#probabilities .main-svg").count() > 0
+    # every block of the architecture links to its view, carrying the sentence along
+    href = page.locator("a.block.decoder").get_attribute("href")
+    assert href.startswith("/decode?") and "dog" in href
+    shot(page, "pipeline")
+
+
+def test_example_links(page, server):
+    page.goto(server)
+    wait_idle(page)
+    examples = page.locator("a.example").all_text_contents()
+    assert examples[0] == "The cat sits on the mat."
+    page.locator("a.example", has_text="The woman said").click()
+    page.wait_for_url(re.compile("woman"))
+    wait_idle(page)
+    assert "she" in page.locator("#source-tokens li").all_text_contents()
+
+
+def test_open_a_head_and_follow_a_query(page, server):
+    page.goto(f"{server}/attention?text={SENTENCE}&max_len=6")
+    wait_idle(page)
+    assert page.locator(".head-cell").count() == 3 * 2 * 4  # kinds × layers × heads
+    cell = page.locator('.head-cell[data-kind="cross"][data-layer="1"][data-head="2"]')
+    cell.focus()
+    page.keyboard.press("Enter")  # keyboard reachable
+    wait_idle(page)
+    assert cell.get_attribute("aria-pressed") == "true"
+    assert "Layer 2" in page.locator("#enlarged-label").text_content()
+    assert parse_qs(urlsplit(page.url).query)["kind"] == ["cross"]
+    assert page.locator("#enlarged .main-svg").count() > 0
+    rows_before = page.locator("#weighted-sum tr").count()
+    assert rows_before == len("the dog runs in the park . <eos>".split()) + 2
+    page.select_option("#query-select", "2")
+    wait_idle(page)
+    assert "q=2" in page.url
+    for stage in ("raw", "scaled", "masked", "weights"):
+        assert page.locator(f"#stage-{stage} .main-svg").count() > 0
+    shot(page, "attention")
+
+
+def test_step_through_decoding_with_the_keyboard_and_force_a_candidate(page, server):
+    page.goto(f"{server}/decode?text={SENTENCE}&max_len=6")
+    wait_idle(page)
+    assert page.locator("#step-title").text_content().startswith("Step 1 of")
+    page.locator("h1").click()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert page.locator("#step-title").text_content().startswith("Step 3 of")
+    assert "step=2" in page.url
+    page.keyboard.press("ArrowLeft")
+    assert page.locator("#step-title").text_content().startswith("Step 2 of")
+    assert page.locator("#step-slider").input_value() == "1"
+    for box in ("self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn",
+                "add_norm3", "softmax"):
+        assert page.locator(f"#fig-{box} .main-svg").count() > 0, box
+    shot(page, "decode")
+
+    # Force at the first step: the tiny random model emits <bos> as a token, which a forced
+    # prefix may not contain, so later steps would be refused (a trained model never does this).
+    page.keyboard.press("ArrowLeft")
+    candidate = page.locator("#candidates button.candidate:not(.chosen):not([disabled])").first
+    token = candidate.get_attribute("data-token")
+    candidate.click()
+    page.wait_for_url(re.compile("forced="))
+    wait_idle(page)
+    forced = parse_qs(urlsplit(page.url).query)["forced"]
+    assert forced == [token]
+    assert page.locator("#step-title").text_content().startswith("Step 1 of")
+    chosen = page.locator("#chosen").text_content()
+    assert token in chosen and "(forced)" in chosen
+    assert page.locator("#reset-forced").is_visible()
+    page.go_back()
+    wait_idle(page)
+    assert "forced=" not in page.url
+    shot(page, "decode-forced")
+
+
+def test_strategies_and_beam_tree(page, server):
+    page.goto(f"{server}/decode?text={SENTENCE}&max_len=5")
+    wait_idle(page)
+    assert page.locator("#beam").is_hidden()
+    page.check('input[name="strategy"][value="beam"]')
+    page.fill('input[name="beam_size"]', "3")
+    page.click("#strategy-form button[type=submit]")
+    page.wait_for_url(re.compile("strategy=beam"))
+    wait_idle(page)
+    assert page.locator("#beam").is_visible()
+    assert page.locator("#beam-tree .main-svg").count() > 0
+    shot(page, "decode-beam")
+    page.check('input[name="strategy"][value="sample"]')
+    page.fill('input[name="temperature"]', "0.7")
+    page.fill('input[name="top_k"]', "5")
+    page.click("#strategy-form button[type=submit]")
+    page.wait_for_url(re.compile("strategy=sample"))
+    wait_idle(page)
+    assert page.locator("#fig-softmax .main-svg").count() > 0
+    # A hand-edited URL out of range: the form would refuse it, so the server explains.
+    page.goto(f"{server}/decode?text={SENTENCE}&strategy=sample&temperature=9")
+    error = page.locator("#error")
+    error.wait_for(state="visible")
+    assert "temperature" in error.text_content()
+    page.watch.errors.clear()  # the browser logs the 422 response itself
+
+
+def test_switch_language_is_remembered(page, server):
+    page.goto(f"{server}/decode?text={SENTENCE}&max_len=4")
+    wait_idle(page)
+    assert page.locator("h1").text_content() == "Decoding, step by step"
+    page.click("#lang-toggle")
+    page.wait_for_url(re.compile(r"/decode\?text="))
+    wait_idle(page)
+    assert page.locator("h1").text_content() == "逐步解码"
+    assert page.locator("html").get_attribute("lang") == "zh-CN"
+    page.goto(f"{server}/attention?text={SENTENCE}&max_len=4")
+    wait_idle(page)
+    assert page.locator("h1").text_content() == "注意力：每个词在看谁"
+    shot(page, "attention-zh")
+    page.click("#lang-toggle")
+    wait_idle(page)
+    assert page.locator("h1").text_content().startswith("Attention")
+
+
+def test_non_english_input_gets_a_clear_message(page, server):
+    page.goto(f"{server}/?text=猫坐在垫子上")
+    error = page.locator("#error")
+    error.wait_for(state="visible")
+    assert "English" in error.text_content()
+    page.watch.errors.clear()  # the browser logs the 422 response itself
+
+
+def test_narrow_window(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 800})
+    page = context.new_page()
+    for path in ("/", "/decode?max_len=4", "/attention?max_len=4"):
+        page.goto(server + path)
+        wait_idle(page)
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, (path, overflow)
+    shot(page, "attention-narrow")
+    context.close()
+
+
+def test_api_docs_page(page, server):
+    page.goto(f"{server}/docs")
+    page.locator("#endpoints section").first.wait_for()
+    text = page.locator("#endpoints").text_content()
+    assert "POST /api/trace" in text and "forced_prefix" in text
