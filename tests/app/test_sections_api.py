@@ -249,3 +249,32 @@ def test_query_strings_are_parsed_as_a_browser_sends_them(app_client):
                           "&biases=true&architecture=decoder_only").json()
     assert body["total"] == 124_439_808
     assert field_of(app_client.get("/api/scale?d_model=768&unknown=1")) == "query.unknown"
+
+
+def test_schedule_uses_the_checkpoints_own_settings(tiny_checkpoint, tiny_translator):
+    """The curve comes from noam_lr with this model's d_model and history's warmup; a history
+    logged by the training loop (lr of step s = noam_lr(s)) lies exactly on it."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+    from model.train import noam_lr
+    from model.translator import Translator
+
+    d = tiny_translator.config.d_model
+    history = {"settings": {"warmup": 40, "lr_factor": 2.0, "clip": 0.5},
+               "steps": [{"step": s, "loss": 1.0, "grad_norm": 1.0, "epoch": 1,
+                          "lr": noam_lr(s, d, 40, 2.0)} for s in range(1, 200, 7)],
+               "epochs": []}
+    translator = Translator(tiny_translator.model, tiny_translator.english,
+                            tiny_translator.chinese, history=history)
+    with TestClient(create_app(Settings(checkpoint=tiny_checkpoint), translator)) as client:
+        body = client.get("/api/training").json()
+        assert (body["warmup"], body["lr_factor"]) == (40, 2.0)
+        curve, logged = body["figures"]["schedule"]["data"]
+        on_curve = dict(zip(curve["x"], curve["y"], strict=True))
+        for step, lr in zip(logged["x"], logged["y"], strict=True):
+            assert lr == pytest.approx(on_curve[step])
+        assert body["figures"]["epochs"] is None
+        score = client.post("/api/score", json={"text": CAT, "reference": "猫"}).json()
+        assert score["clip"] == 0.5
