@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
 
 from app import figures
-from app.dependencies import TracesDep, TranslatorDep
+from app.dependencies import TracesDep, TranslateDep, TranslatorDep
 from app.schemas import (
     AttentionDetailRequest,
     AttentionStagesRequest,
@@ -83,13 +84,16 @@ def translate(request: TranslateRequest, traces: TracesDep, response: Response) 
 
 
 @router.post("/api/trace", responses=ERRORS, tags=["model"])
-def trace(request: TraceRequest, traces: TracesDep, response: Response) -> dict:
+def trace(request: TraceRequest, traces: TracesDep) -> JSONResponse:
     """Everything recorded inside one translation: embeddings, every attention matrix
     (``encoder[layer].self_attention[head][query][key]``, ``decoder[layer].self_attention`` T×T,
     ``decoder[layer].cross_attention`` T×S), Add & Norm and FFN statistics, steps, beam tree."""
     result, model_ms = traces.get(request)
+    # The trace is plain data already: serialise it directly. FastAPI's generic encoder would walk
+    # every float of every attention matrix once more, which takes longer than the model.
+    response = JSONResponse(result.to_dict())
     _timed(response, model_ms)
-    return result.to_dict()
+    return response
 
 
 @router.post("/api/attention-detail", responses=ERRORS, tags=["model"])
@@ -134,18 +138,24 @@ def pipeline_figures(request: TraceRequest, traces: TracesDep, response: Respons
 
 
 @router.post("/api/figures/attention", responses=ERRORS, tags=["figures"])
-def attention_figures(request: TraceRequest, traces: TracesDep, response: Response) -> dict:
+def attention_figures(
+    request: TraceRequest, traces: TracesDep, t: TranslateDep, response: Response
+) -> dict:
     """Every head of every layer for the three kinds of attention (Plotly JSON)."""
     result, model_ms = traces.get(request)
     _timed(response, model_ms)
+    labels = (t("word.query"), t("word.key"))
     return {
         **_summary(result),
-        "kinds": {kind: figures.attention_overview(result, kind) for kind in figures.KIND_TOKENS},
+        "kinds": {kind: figures.attention_overview(result, kind, labels)
+                  for kind in figures.KIND_TOKENS},
     }
 
 
 @router.post("/api/figures/decode", responses=ERRORS, tags=["figures"])
-def decode_figures(request: FigureRequest, traces: TracesDep, response: Response) -> dict:
+def decode_figures(
+    request: FigureRequest, traces: TracesDep, t: TranslateDep, response: Response
+) -> dict:
     """Step-by-step decoding inside one decoder layer, plus the beam tree (Plotly JSON)."""
     result, model_ms = traces.get(request)
     if request.layer >= len(result.decoder):
@@ -155,7 +165,11 @@ def decode_figures(request: FigureRequest, traces: TracesDep, response: Response
         **_summary(result),
         "layer": request.layer,
         "layers": len(result.decoder),
-        "steps": figures.decode_steps(result, request.layer),
+        "steps": figures.decode_steps(result, request.layer, {
+            "head": t("word.head", n="").strip(),
+            "before_norm": t("legend.before_norm"),
+            "after_norm": t("legend.after_norm"),
+        }),
         "beam": figures.beam_tree(result),
     }
 

@@ -45,7 +45,9 @@ def test_attention_heatmap_has_tokens_on_both_axes(trace):
 def test_attention_overview_covers_every_layer_and_head(trace):
     for kind in ("encoder", "decoder_self", "cross"):
         cells = figures.attention_overview(trace, kind)
-        assert [(c["layer"], c["head"]) for c in cells] == [(l, h) for l in range(2) for h in range(4)]
+        assert [(c["layer"], c["head"]) for c in cells] == [
+            (layer, head) for layer in range(2) for head in range(4)
+        ]
         assert cells[0]["thumbnail"]["trace"]["showscale"] is False
         assert cells[0]["figure"]["data"][0]["z"] == figures.attention_weights(trace, kind, 0)[0]
 
