@@ -6,6 +6,7 @@ from __future__ import annotations
 from model.trace import Trace
 
 ATTENTION_SCALE = "Cividis"  # perceptually uniform and readable with colour-vision deficiency
+THUMBNAIL_HEIGHT = 90  # px; static/css/app.css reserves the same for .thumb
 BLUE, ORANGE, GREY = "#0072B2", "#E69F00", "#999999"  # Okabe–Ito colours
 FONT = {"family": "system-ui, 'WenQuanYi Micro Hei', 'Noto Sans CJK SC', sans-serif", "size": 12}
 KIND_TOKENS = {
@@ -94,11 +95,10 @@ def attention_heatmap(
 
 def thumbnail(figure: dict) -> dict:
     """How to redraw a heatmap small: trace overrides and a bare layout (the data is shared)."""
-    rows = len(figure["data"][0]["y"])
     hidden = {"visible": False, "fixedrange": True}
     return {
         "trace": {"showscale": False, "xgap": 0, "ygap": 0, "hoverinfo": "skip"},
-        "layout": _layout(height=max(80, min(140, 8 * rows)),
+        "layout": _layout(height=THUMBNAIL_HEIGHT,
                           margin={"l": 2, "r": 2, "t": 2, "b": 2},
                           xaxis={**hidden, "type": "category"},
                           yaxis={**hidden, "type": "category", "autorange": "reversed"}),

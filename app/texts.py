@@ -127,6 +127,8 @@ register({
               "layer, with real values. Click a candidate to force it and let decoding continue "
               "from there.",
     },
+    "decode.keys": {"zh": "Home / End 跳到第一步 / 最后一步。",
+                    "en": "Home / End jump to the first / last step."},
     "decode.prev": {"zh": "← 上一步", "en": "← Previous"},
     "decode.next": {"zh": "下一步 →", "en": "Next →"},
     "decode.slider": {"zh": "时间步", "en": "Time step"},

@@ -114,11 +114,13 @@
   document.getElementById("next-step").addEventListener("click", () => goTo(step + 1));
   document.getElementById("step-slider").addEventListener("input", (event) => goTo(Number(event.target.value)));
   document.addEventListener("keydown", (event) => {
+    // Typing in a field or moving the slider (which handles its own arrow keys) is not stepping.
     const tag = (event.target.tagName || "").toLowerCase();
-    if (["input", "select", "textarea"].includes(tag) && event.target.type !== "range") return;
-    if (event.target.type === "range") return; // the slider handles its own arrow keys
+    if (["input", "select", "textarea"].includes(tag)) return;
     if (event.key === "ArrowLeft") { goTo(step - 1); event.preventDefault(); }
     if (event.key === "ArrowRight") { goTo(step + 1); event.preventDefault(); }
+    if (event.key === "Home") { goTo(0); event.preventDefault(); }
+    if (event.key === "End" && data) { goTo(data.steps.length - 1); event.preventDefault(); }
   });
   document.getElementById("strategy-form").addEventListener("submit", (event) => {
     event.preventDefault();

@@ -49,7 +49,8 @@ def test_example_links(page, server):
 def test_open_a_head_and_follow_a_query(page, server):
     page.goto(f"{server}/attention?text={SENTENCE}&max_len=6")
     wait_idle(page)
-    assert page.locator(".head-cell").count() == 3 * 2 * 4  # kinds × layers × heads
+    assert page.locator("button.head-cell").count() == 3 * 2 * 4  # kinds × layers × heads
+    assert page.locator(".head-cell.placeholder").count() == 0
     cell = page.locator('.head-cell[data-kind="cross"][data-layer="1"][data-head="2"]')
     cell.focus()
     page.keyboard.press("Enter")  # keyboard reachable
@@ -80,6 +81,11 @@ def test_step_through_decoding_with_the_keyboard_and_force_a_candidate(page, ser
     page.keyboard.press("ArrowLeft")
     assert page.locator("#step-title").text_content().startswith("Step 2 of")
     assert page.locator("#step-slider").input_value() == "1"
+    page.keyboard.press("End")
+    assert page.locator("#step-title").text_content() == "Step 6 of 6"
+    page.keyboard.press("Home")
+    assert page.locator("#step-title").text_content() == "Step 1 of 6"
+    page.keyboard.press("ArrowRight")
     for box in ("self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn",
                 "add_norm3", "softmax"):
         assert page.locator(f"#fig-{box} .main-svg").count() > 0, box
