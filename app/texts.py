@@ -143,6 +143,7 @@ register({
     "decode.temperature": {"zh": "温度", "en": "Temperature"},
     "decode.top_k": {"zh": "Top-k（留空 = 不限）", "en": "Top-k (empty = off)"},
     "decode.top_p": {"zh": "Top-p（留空 = 不限）", "en": "Top-p (empty = off)"},
+    "decode.max_len": {"zh": "最多生成几个字", "en": "Most tokens to write"},
     "decode.beam_size": {"zh": "束宽", "en": "Beam size"},
     "decode.seed": {"zh": "随机种子", "en": "Seed"},
     "decode.apply": {"zh": "重新解码", "en": "Decode again"},

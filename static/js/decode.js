@@ -96,9 +96,24 @@
     load().catch((error) => ITT.showError(error.message));
   }
 
+  const DEFAULTS = { temperature: "1.0", top_k: "", top_p: "", seed: "0", max_len: "64", beam_size: "4" };
+
+  /** Show the URL's settings in the form (also after the back button). */
+  function syncForm(query) {
+    const form = document.getElementById("strategy-form");
+    const strategy = query.get("strategy") || "greedy";
+    form.querySelectorAll('input[name="strategy"]').forEach((radio) => {
+      radio.checked = radio.value === strategy;
+    });
+    for (const [name, fallback] of Object.entries(DEFAULTS)) {
+      form.elements.namedItem(name).value = query.has(name) ? query.get(name) : fallback;
+    }
+  }
+
   async function load() {
     ITT.clearError();
     const query = ITT.params();
+    syncForm(query);
     const layer = layerFromURL();
     document.getElementById("layer-select").value = String(layer);
     document.getElementById("reset-forced").hidden = query.getAll("forced").length === 0;

@@ -120,6 +120,7 @@ def test_strategies_and_beam_tree(page, server):
     page.click("#strategy-form button[type=submit]")
     page.wait_for_url(re.compile("strategy=beam"))
     wait_idle(page)
+    assert "max_len=5" in page.url  # settings not in view survive a new strategy
     assert page.locator("#beam").is_visible()
     assert page.locator("#beam-tree .main-svg").count() > 0
     shot(page, "decode-beam")
@@ -130,6 +131,10 @@ def test_strategies_and_beam_tree(page, server):
     page.wait_for_url(re.compile("strategy=sample"))
     wait_idle(page)
     assert page.locator("#fig-softmax .main-svg").count() > 0
+    page.go_back()  # the form follows the URL
+    wait_idle(page)
+    assert page.locator('input[name="strategy"][value="beam"]').is_checked()
+    assert page.locator('input[name="top_k"]').input_value() == ""
     # A hand-edited URL out of range: the form would refuse it, so the server explains.
     page.goto(f"{server}/decode?text={SENTENCE}&strategy=sample&temperature=9")
     error = page.locator("#error")
