@@ -17,6 +17,14 @@ from torch import Tensor
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, Transformer
 
 STRATEGIES = ("greedy", "sample", "beam")
+NEVER_GENERATED = (PAD_ID, BOS_ID)  # the model may never output padding or a second <bos>
+
+
+def mask_special(logits: Tensor) -> Tensor:
+    """Logits with <pad> and <bos> removed from the choice (probability exactly 0)."""
+    logits = logits.clone()
+    logits[..., list(NEVER_GENERATED)] = float("-inf")
+    return logits
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,7 @@ def filter_distribution(
         sorted_probs, order = torch.sort(probs, dim=-1, descending=True)
         mass_before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs
         keep_sorted = mass_before < top_p
+        keep_sorted[..., 0] = True  # the most likely token always stays (p may round to 0)
         keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
         probs = torch.where(keep, probs, torch.zeros_like(probs))
         probs = probs / probs.sum(-1, keepdim=True)
@@ -110,7 +119,7 @@ class IncrementalDecoder:
             )
         else:
             logits = self.model.decode(self.prefix, self.memory, self.src_ids)
-        return logits[:, -1]
+        return mask_special(logits[:, -1])
 
     def reorder(self, indices: Tensor) -> None:
         """Keep only the hypotheses at ``indices`` (beam search)."""

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from model.decoding import DecodingOptions, filter_distribution, generate
+from model.decoding import DecodingOptions, filter_distribution, generate, mask_special
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.trace import (
     TOP_CANDIDATES,
@@ -205,7 +205,7 @@ class Translator:
 
         source_tokens = self.source_tokens(src_list)
         decoder_input = self.target_tokens(decoder_ids)
-        steps = self._steps(logits, labels, options, len(forced))
+        steps = self._steps(mask_special(logits), labels, options, len(forced))
         encoder_layers, details = [], {}
         for index, layer in enumerate(encoder_record["layers"]):
             encoder_layers.append(
@@ -347,8 +347,8 @@ class Translator:
             label_prob=_round(probs[torch.arange(len(label_ids)), labels], 6),
             cross_entropy=_round(per_token.detach(), 5),
             smoothed_cross_entropy=_round(smoothed.detach(), 5),
-            loss=round(float(per_token.mean()), 5),
-            smoothed_loss=round(float(smoothed.mean()), 5),
+            loss=round(per_token.mean().item(), 5),
+            smoothed_loss=round(smoothed.mean().item(), 5),
             label_smoothing=label_smoothing,
             grad_norm=round(grad_norm, 5),
             clipped_grad_norm=round(clipped, 5),
@@ -380,9 +380,8 @@ class Translator:
                 else:
                     logits = self.model.decode(torch.tensor([prefix]), memory, src)
                     positions.append(len(prefix))
-                last = logits[0, -1].clone()
+                last = mask_special(logits[0, -1])
                 last[EOS_ID] = float("-inf")
-                last[PAD_ID] = float("-inf")
                 prefix.append(int(last.argmax()))
                 step_ms.append((time.perf_counter() - started) * 1000)
             runs["cached" if use_cache else "uncached"] = {

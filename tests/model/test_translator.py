@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model.decoding import DecodingOptions
+from model.decoding import DecodingOptions, mask_special
 from model.transformer import BOS_ID
 from model.translator import CheckpointError, InputError, Translator
 
@@ -61,7 +61,7 @@ def test_trace_rows_equal_the_step_by_step_decoder(tiny_translator):
             record = {}
             logits = model.decode(torch.tensor([[ids[t]]]), memory, src, cache=cache, offset=t,
                                   record=record)
-            probs = torch.softmax(logits[0, -1], -1)
+            probs = torch.softmax(mask_special(logits[0, -1]), -1)
             assert abs(float(probs[trace.steps[t].id]) - trace.steps[t].prob) < 1e-5
             for layer, recorded in enumerate(record["layers"]):
                 row = recorded["self_attention"]["weights"][0, :, 0].tolist()
