@@ -207,7 +207,9 @@ def main(argv: list[str] | None = None) -> None:
 
     dev_src = [p.english for p in splits.dev]
     dev_ref = [p.chinese for p in splits.dev]
-    started = time.time()
+    # minutes already spent before a resume, so the curve's time axis stays cumulative
+    earlier = history["epochs"][-1]["minutes"] if history["epochs"] else 0.0
+    started = time.time() - earlier * 60
     for epoch in range(start_epoch, args.epochs + 1):
         model.train()
         batches = make_batches(examples, args.batch_tokens, rng)
