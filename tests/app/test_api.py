@@ -311,3 +311,17 @@ def test_openapi_documents_the_limits(app_client):
     assert fields["text"]["maxLength"] == 200
     assert fields["forced_prefix"]["maxItems"] == 128
     assert spec["components"]["schemas"]["TraceRequest"]["additionalProperties"] is False
+
+
+def test_identical_concurrent_requests_run_the_model_once(tiny_translator):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from app.schemas import TraceRequest
+    from app.traces import TraceCache
+
+    cache = TraceCache(tiny_translator, size=8)
+    request = TraceRequest(text="Where is the station?", max_len=8)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        traces = list(pool.map(lambda _: cache.get(request)[0], range(12)))
+    assert cache.model_calls == 1
+    assert all(trace is traces[0] for trace in traces)

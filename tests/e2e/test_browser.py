@@ -59,6 +59,10 @@ def test_open_a_head_and_follow_a_query(page, server):
     assert "Layer 2" in page.locator("#enlarged-label").text_content()
     assert parse_qs(urlsplit(page.url).query)["kind"] == ["cross"]
     assert page.locator("#enlarged .main-svg").count() > 0
+    page.locator("#enlarged .nsewdrag").hover()  # hovering a cell shows its exact weight
+    hover = page.locator("#enlarged .hoverlayer .hovertext")
+    hover.wait_for()
+    assert re.search(r"→.*\d\.\d{4}", hover.text_content())
     rows_before = page.locator("#weighted-sum tr").count()
     assert rows_before == 8 + 2  # the dog runs in the park . <eos>, a header and the output row
     page.select_option("#query-select", "2")
