@@ -24,7 +24,7 @@ TargetToken = Annotated[str, Field(min_length=1, max_length=8)]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)  # false is not 0
 
 
 class TranslateRequest(Strict):

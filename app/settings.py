@@ -21,3 +21,5 @@ class Settings(BaseSettings):
     cache_size: int = Field(64, ge=1, le=4096)  # traces kept in memory (LRU), per process
     max_body_bytes: int = Field(16 * 1024, ge=1024)  # larger request bodies get 413
     log_level: str = "info"
+    request_timeout_s: float = Field(20.0, gt=0, le=600)  # no response started by then → 503
+    access_log: bool = True  # one JSON line per request on stderr (logger app.access)

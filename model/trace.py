@@ -11,7 +11,7 @@ KV-cached step-by-step decoder).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -80,8 +80,11 @@ class Trace:
     details: dict = field(default_factory=dict, repr=False)  # (kind, layer) → attention tensors
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data.pop("details")
+        """JSON-ready data. The big nested lists are shared, not copied (``asdict`` would deep-copy
+        every float of every attention matrix, which costs more than running the model)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "details"}
+        data["steps"] = asdict_list(self.steps)
+        data["beam"] = asdict_list(self.beam)
         return data
 
     def attention_detail(self, kind: str, layer: int, head: int) -> dict:

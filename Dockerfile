@@ -1,0 +1,32 @@
+# Inside the Transformer: a CPU-only image that serves the shipped checkpoint on port 8000.
+#
+#   docker build -t inside-transformer .
+#   docker run --rm -p 8000:8000 inside-transformer          # then open http://localhost:8000
+#
+# Settings are ITT_* environment variables (see app/settings.py), e.g. -e ITT_WORKERS=2.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# torch from the CPU-only wheel index (no CUDA libraries), in its own layer so that code changes
+# do not download it again. The version is the one pinned in pyproject.toml.
+RUN pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
+
+WORKDIR /srv/inside-transformer
+COPY pyproject.toml README.md ./
+COPY model/ model/
+COPY app/ app/
+COPY templates/ templates/
+COPY static/ static/
+# Editable: the app reads templates/ and static/ next to its package, as in a checkout.
+RUN pip install -e . \
+    && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin app
+
+USER app
+EXPOSE 8000
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4).status != 200)"]
+CMD ["python", "-m", "app", "--host", "0.0.0.0", "--port", "8000"]

@@ -1,0 +1,1 @@
+"""Benchmarks that print figures (run as ``python -m bench.<name>``); see bench/README.md."""

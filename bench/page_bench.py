@@ -1,0 +1,87 @@
+"""Time until a page is fully drawn in headless Chromium (every Plotly figure rendered), warm server.
+
+    python -m bench.page_bench [--checkpoint DIR] [--pages / /attention /decode] [--visits 5]
+
+For each page: one unmeasured visit (warms the server and the browser cache, as for a reader who
+has opened the app before), then ``--visits`` measured visits with the default sentence (its trace
+is cached) and ``--visits`` with a new sentence each time (the model runs). "Drawn" means: no API
+call in flight and at least as many rendered Plotly figures as the unmeasured visit drew (figures
+in closed tabs are not counted). Time is from navigation start, by the page's own clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from urllib.parse import quote
+
+from bench.common import machine, percentiles, sentences
+from bench.server import LiveServer
+from model.translator import DEFAULT_CHECKPOINT
+
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+DEFAULT_PAGES = ["/", "/attention", "/decode"]
+# Figures drawn, no request pending, no spinner: return the page clock, else false.
+DRAWN = """(expected) => {
+    const drawn = document.querySelectorAll('.js-plotly-plot .main-svg');
+    const busy = document.body.classList.contains('busy') || window.__pending > 0;
+    if (busy || drawn.length < Math.max(expected, 1)) return false;
+    return performance.now();
+}"""
+# Count fetches in flight, so "drawn" cannot be declared between two API calls.
+TRACK_FETCH = """
+window.__pending = 0;
+const originalFetch = window.fetch;
+window.fetch = (...args) => {
+    window.__pending += 1;
+    return originalFetch(...args).finally(() => setTimeout(() => { window.__pending -= 1; }, 0));
+};
+"""
+
+
+def measure(page, url: str, expected: int, timeout_ms: float = 30000) -> float:
+    page.goto(url, wait_until="commit")
+    handle = page.wait_for_function(DRAWN, arg=expected, polling="raf", timeout=timeout_ms)
+    return float(handle.json_value())
+
+
+def run(checkpoint, pages: list[str], visits: int) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    results: dict = {"machine": machine(), "pages": {}}
+    with LiveServer(checkpoint, env={"ITT_ACCESS_LOG": "false"}) as server, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        context.add_init_script(TRACK_FETCH)
+        page = context.new_page()
+        new_texts = iter(sentences(10, len(pages) * visits, offset=8000))
+        for path in pages:
+            page.goto(server.url + path, wait_until="networkidle")
+            expected = page.evaluate("document.querySelectorAll('.js-plotly-plot .main-svg').length")
+            cached = [measure(page, server.url + path, expected) for _ in range(visits)]
+            fresh = [measure(page, f"{server.url}{path}?text={quote(next(new_texts))}", expected)
+                     for _ in range(visits)]
+            results["pages"][path] = {"figures": expected, "cached_sentence": percentiles(cached),
+                                      "new_sentence": percentiles(fresh)}
+        browser.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT)
+    parser.add_argument("--pages", nargs="+", default=DEFAULT_PAGES)
+    parser.add_argument("--visits", type=int, default=5)
+    args = parser.parse_args(argv)
+    r = run(args.checkpoint, args.pages, args.visits)
+    print("machine:", json.dumps(r["machine"]))
+    for path, v in r["pages"].items():
+        print(f"{path:12s} {v['figures']} plot SVG layers drawn: cached sentence p50 "
+              f"{v['cached_sentence']['p50']:.0f} ms (max {v['cached_sentence']['max']:.0f}), "
+              f"new sentence p50 {v['new_sentence']['p50']:.0f} ms (max {v['new_sentence']['max']:.0f})")
+    print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Screenshots of the main pages for the README, taken against the shipped checkpoint.
+
+    python scripts/screenshots.py [--checkpoint DIR] [--out docs/screenshots] [--lang en]
+
+Starts the server on a free loopback port, opens each page at 1280×800 in headless Chromium,
+waits until every figure is drawn, and writes docs/screenshots/<page>.png (viewport only, so each
+file stays small).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.page_bench import CHROMIUM_ARGS, TRACK_FETCH  # noqa: E402
+from bench.server import LiveServer  # noqa: E402
+from model.translator import DEFAULT_CHECKPOINT  # noqa: E402
+
+PAGES = {
+    "pipeline": "/",
+    "tokens": "/tokens",
+    "embeddings": "/embeddings",
+    "attention": "/attention",
+    "decode": "/decode",
+    "kv-cache": "/kv-cache",
+    "training": "/training",
+    "scale": "/scale",
+}
+SETTLED = """() => !document.body.classList.contains('busy') && window.__pending === 0"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    parser.add_argument("--lang", default="en", choices=["en", "zh"])
+    parser.add_argument("--pages", nargs="*", default=list(PAGES))
+    args = parser.parse_args(argv)
+    from playwright.sync_api import sync_playwright
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    with LiveServer(args.checkpoint, env={"ITT_ACCESS_LOG": "false"}) as server, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 800},
+                                      locale="en-US" if args.lang == "en" else "zh-CN")
+        context.add_init_script(TRACK_FETCH)
+        page = context.new_page()
+        page.goto(f"{server.url}/lang/{args.lang}?next=/")
+        for name in args.pages:
+            response = page.goto(server.url + PAGES[name], wait_until="networkidle")
+            if response is None or response.status != 200:
+                print(f"{name}: skipped ({response.status if response else 'no response'})")
+                continue
+            page.wait_for_function(SETTLED, timeout=30000)
+            page.wait_for_timeout(300)  # let Plotly finish its transitions
+            path = args.out / f"{name}.png"
+            page.screenshot(path=str(path), animations="disabled")
+            print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1024:.0f} KB")
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()

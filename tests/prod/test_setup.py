@@ -1,0 +1,84 @@
+"""A fresh machine needs two commands: the README's run and test commands, and CI runs the latter."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app import cli
+from bench.server import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_has_the_two_commands():
+    assert "pip install -e . && python -m app" in README
+    assert "bash scripts/test.sh" in README
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "bash scripts/test.sh" in ci
+    script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
+    assert '-e ".[dev]"' in script and "pytest" in script and "ruff check" in script
+
+
+def test_dev_extra_has_what_the_tests_import():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["optional-dependencies"]
+    names = " ".join(extras["dev"])
+    for package in ("pytest", "httpx", "playwright", "schemathesis", "ruff"):
+        assert package in names
+
+
+def test_console_script_is_declared():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["scripts"]
+    assert scripts["inside-transformer"] == "app.cli:main"
+
+
+def test_serve_help(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["serve", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    for flag in ("--host", "--port", "--checkpoint", "--workers"):
+        assert flag in out
+
+
+def test_missing_checkpoint_says_what_to_do(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["serve", "--checkpoint", str(tmp_path / "nothing")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "python -m model.train" in err and "Traceback" not in err
+
+
+def test_console_script_serves(tiny_checkpoint):
+    """``inside-transformer serve`` (installed by ``pip install -e .``) starts a working server."""
+    beside_python = Path(sys.executable).parent / "inside-transformer"
+    script = str(beside_python) if beside_python.exists() else shutil.which("inside-transformer")
+    assert script, "console script missing: run `pip install -e .`"
+    port = free_port()
+    process = subprocess.Popen(
+        [script, "serve", "--port", str(port), "--checkpoint", str(tiny_checkpoint)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(300):
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert process.poll() is None, process.stderr.read().decode()
+                time.sleep(0.1)
+        assert response.status_code == 200 and response.json() == {"status": "ok"}
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
