@@ -40,8 +40,9 @@ def serve(argv: list[str] | None = None, prog: str = "python -m app",
         translator = Translator.load(settings.checkpoint)
     except CheckpointError as error:
         p.exit(2, f"error: {error}\n")
+    # uvicorn's own access log only when ours (one JSON line per request) is switched off
     common = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
-                  proxy_headers=False, server_header=False)
+                  proxy_headers=False, server_header=False, access_log=not settings.access_log)
     if settings.workers == 1:
         from app.main import create_app
 

@@ -78,6 +78,7 @@ def test_payloads_never_execute(live_server, browser, pages):
         dialog.dismiss()
 
     page.on("dialog", on_dialog)
+    fields_tested = 0
     try:
         for path in pages:
             for payload in PAYLOADS:
@@ -104,10 +105,12 @@ def test_payloads_never_execute(live_server, browser, pages):
                         break
                     field.fill(payload)
                     field.press("Enter")
+                    fields_tested += 1
                     page.wait_for_load_state("networkidle")
                     check(page, dialogs, f"{path} field {index}")
     finally:
         context.close()
+    assert len(pages) >= 3 and fields_tested >= len(PAYLOADS), (pages, fields_tested)
 
 
 def _query(values: dict[str, str]) -> str:
