@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -81,4 +82,8 @@ def test_console_script_serves(tiny_checkpoint):
         assert response.status_code == 200 and response.json() == {"status": "ok"}
     finally:
         process.terminate()
-        process.wait(timeout=15)
+        _, stderr = process.communicate(timeout=15)
+    # the access log: one JSON object per request on stderr
+    entries = [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
+    health = [e for e in entries if e["path"] == "/healthz" and e["status"] == 200]
+    assert health and {"method", "path", "status", "duration_ms"} <= set(health[-1])
