@@ -6,10 +6,11 @@ cd "$(dirname "$0")/.."
 
 python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 
-if [ ! -x /usr/bin/chromium ]; then
+# Chromium for the browser tests, and a Chinese font so screenshots show the characters.
+if [ ! -x /usr/bin/chromium ] || ! fc-list 2>/dev/null | grep -qi "wenquanyi\|wqy"; then
     if [ "$(id -u)" = "0" ]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver fonts-wqy-microhei >/dev/null
 fi
 
 python -m ruff check .
