@@ -25,6 +25,7 @@ NAV = [
     ("/tokens", "nav.tokens"),
     ("/embeddings", "nav.embeddings"),
     ("/attention", "nav.attention"),
+    ("/coreference", "nav.coreference"),
     ("/decode", "nav.decode"),
     ("/kv-cache", "nav.kv-cache"),
     ("/training", "nav.training"),
