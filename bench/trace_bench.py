@@ -17,7 +17,7 @@ import torch
 
 from bench.common import fmt, machine, percentiles, sentences
 from model.decoding import DecodingOptions
-from model.translator import DEFAULT_CHECKPOINT, InputError, Translator
+from model.translator import DEFAULT_CHECKPOINT, MAX_SOURCE_TOKENS, InputError, Translator
 
 
 def time_traces(translator: Translator, texts: list[str], options: DecodingOptions) -> dict:
@@ -54,7 +54,22 @@ def run(checkpoint, repeats: int = 30) -> dict:
         options = DecodingOptions(strategy="beam", beam_size=beam)
         results["beam"][beam] = time_traces(translator, sentences(10, max(5, repeats // 2),
                                                                   offset=500 + beam), options)
+    results["worst_case"] = worst_case(translator)
     return results
+
+
+def worst_case(translator: Translator) -> dict:
+    """The most expensive request the API allows: 64 source tokens, beam 8, max_len 128."""
+    words = sentences(40, 3, offset=7)
+    text = " ".join(words)
+    while len(translator.english.encode(text)) > MAX_SOURCE_TOKENS:
+        text = text.rsplit(" ", 1)[0]
+    started = time.perf_counter()
+    trace = translator.trace(text, DecodingOptions(strategy="beam", beam_size=8, max_len=128))
+    trace_ms = (time.perf_counter() - started) * 1000
+    body = json.dumps(trace.to_dict(), ensure_ascii=False)
+    return {"source_tokens": len(trace.source_tokens), "steps": len(trace.steps),
+            "trace_ms": round(trace_ms, 1), "json_bytes": len(body.encode())}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -73,6 +88,9 @@ def main(argv: list[str] | None = None) -> None:
     for beam, r in results["beam"].items():
         print(f"trace, beam {beam}, 10 words ({r['steps']:.1f} steps): {fmt(r['trace'])}"
               f"   + JSON {r['json']['p50']:.1f} ms")
+    w = results["worst_case"]
+    print(f"largest allowed request ({w['source_tokens']} source tokens, beam 8, max_len 128, "
+          f"{w['steps']} steps): {w['trace_ms']:.0f} ms, {w['json_bytes'] / 1024:.0f} KB of JSON")
     print(json.dumps(results, default=str))
 
 
