@@ -31,7 +31,7 @@ def unique_labels(tokens: list[str]) -> list[str]:
     return labels
 
 
-def _axis(title: str = "", reverse: bool = False, **extra) -> dict:
+def category_axis(title: str = "", reverse: bool = False, **extra) -> dict:
     axis = {"type": "category", "title": {"text": title}, "automargin": True,
             "showgrid": False, "zeroline": False, **extra}
     if reverse:
@@ -39,7 +39,7 @@ def _axis(title: str = "", reverse: bool = False, **extra) -> dict:
     return axis
 
 
-def _layout(title: str = "", height: int = 320, **extra) -> dict:
+def base_layout(title: str = "", height: int = 320, **extra) -> dict:
     layout = {
         "title": {"text": title, "font": {"size": 14}},
         "height": height,
@@ -84,11 +84,11 @@ def attention_heatmap(
         "ygap": 1,
     }
     height = max(300, min(640, 120 + 28 * len(query_tokens)))
-    layout = _layout(
+    layout = base_layout(
         title,
         height,
-        xaxis=_axis(labels[1], tickangle=-45),
-        yaxis=_axis(labels[0], reverse=True),
+        xaxis=category_axis(labels[1], tickangle=-45),
+        yaxis=category_axis(labels[0], reverse=True),
     )
     return {"data": [heatmap], "layout": layout}
 
@@ -98,7 +98,7 @@ def thumbnail(figure: dict) -> dict:
     hidden = {"visible": False, "fixedrange": True}
     return {
         "trace": {"showscale": False, "xgap": 0, "ygap": 0, "hoverinfo": "skip"},
-        "layout": _layout(height=THUMBNAIL_HEIGHT,
+        "layout": base_layout(height=THUMBNAIL_HEIGHT,
                           margin={"l": 2, "r": 2, "t": 2, "b": 2},
                           xaxis={**hidden, "type": "category"},
                           yaxis={**hidden, "type": "category", "autorange": "reversed"}),
@@ -138,7 +138,7 @@ def score_bars(
         "marker": {"color": colors},
         "hovertemplate": "%{x}: %{text}<extra></extra>",
     }
-    return {"data": [bar], "layout": _layout(title, 240, xaxis=_axis(tickangle=-45),
+    return {"data": [bar], "layout": base_layout(title, 240, xaxis=category_axis(tickangle=-45),
                                              yaxis={"zeroline": True})}
 
 
@@ -174,7 +174,7 @@ def vector_bars(series: dict[str, list[float]], title: str, colors: tuple = (GRE
             "marker": {"color": color},
             "hovertemplate": f"{name}<br>dim %{{x}}: %{{y:.3f}}<extra></extra>",
         })
-    layout = _layout(title, 220, barmode="group",
+    layout = base_layout(title, 220, barmode="group",
                      xaxis={"title": {"text": "dimension"}, "dtick": 1 if len(data[0]["x"]) <= 16
                             else 4},
                      legend={"orientation": "h", "y": 1.15, "x": 1, "xanchor": "right"})
@@ -208,9 +208,9 @@ def candidates_figure(step: dict, title: str = "", sampled: bool = False) -> dic
             "name": "sampled from", "customdata": tokens,
             "hovertemplate": "%{customdata}: %{x:.4f}<extra>sampled from</extra>",
         })
-    layout = _layout(
+    layout = base_layout(
         title, 60 + 26 * len(tokens), barmode="group",
-        yaxis=_axis(reverse=True),
+        yaxis=category_axis(reverse=True),
         xaxis={"range": [0, 1], "title": {"text": "p"}},
         showlegend=sampled,
     )
@@ -228,7 +228,7 @@ def step_probabilities(trace: Trace) -> dict:
         "marker": {"color": [ORANGE if s.forced else BLUE for s in steps]},
         "hovertemplate": "%{x}: p = %{y:.4f}<extra></extra>",
     }
-    return {"data": [bar], "layout": _layout("", 200, xaxis=_axis(),
+    return {"data": [bar], "layout": base_layout("", 200, xaxis=category_axis(),
                                              yaxis={"range": [0, 1.05]})}
 
 
@@ -278,7 +278,7 @@ def beam_tree(trace: Trace) -> dict | None:
         points,
     ]
     height = 120 + 40 * max(rows.values())
-    layout = _layout("", height, showlegend=False,
+    layout = base_layout("", height, showlegend=False,
                      xaxis={"title": {"text": "step"}, "dtick": 1},
                      yaxis={"visible": False, "autorange": "reversed"})
     return {"data": data, "layout": layout}

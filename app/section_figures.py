@@ -6,35 +6,21 @@ Plain data in, Plotly figure dicts out — no I/O, no model, no plotly import �
 
 from __future__ import annotations
 
-from app.figures import ATTENTION_SCALE, BLUE, FONT, GREY, ORANGE, unique_labels
+from app.figures import (
+    ATTENTION_SCALE,
+    BLUE,
+    GREY,
+    ORANGE,
+    base_layout,
+    category_axis,
+    unique_labels,
+)
 
 GREEN, VERMILION, PURPLE = "#009E73", "#D55E00", "#CC79A7"  # more Okabe–Ito colours
 DIVERGING = "RdBu"
 MASK_SCALE = [[0, "#3b3b3b"], [0.5, "#3b3b3b"], [0.5, "#56B4E9"], [1, "#56B4E9"]]
 STAGE_COLOURS = [GREY, BLUE, ORANGE, GREEN, VERMILION, PURPLE]
 TWO_AXES_MARGIN = {"l": 60, "r": 80, "t": 40, "b": 50}  # room for a right-hand axis and its title
-
-
-def _axis(title: str = "", reverse: bool = False, **extra) -> dict:
-    """A category axis (token labels made unique with ``unique_labels``)."""
-    axis = {"type": "category", "title": {"text": title}, "automargin": True,
-            "showgrid": False, "zeroline": False, **extra}
-    if reverse:
-        axis["autorange"] = "reversed"
-    return axis
-
-
-def _layout(title: str = "", height: int = 320, **extra) -> dict:
-    layout = {
-        "title": {"text": title, "font": {"size": 14}},
-        "height": height,
-        "margin": {"l": 60, "r": 20, "t": 40 if title else 16, "b": 50},
-        "font": FONT,
-        "paper_bgcolor": "rgba(0,0,0,0)",
-        "plot_bgcolor": "rgba(0,0,0,0)",
-    }
-    layout.update(extra)
-    return layout
 
 
 # -- tokens -------------------------------------------------------------------------------------
@@ -62,11 +48,11 @@ def batch_heatmap(
         "hovertemplate": "%{text}<extra></extra>",
     }
     width = len(tokens[0])
-    layout = _layout(
+    layout = base_layout(
         title, 90 + 52 * len(tokens),
         xaxis={"title": {"text": "position"}, "dtick": 1, "range": [-0.5, width - 0.5],
                "showgrid": False, "zeroline": False},
-        yaxis=_axis(reverse=True),
+        yaxis=category_axis(reverse=True),
         annotations=[{"text": f"■ {pad_label}", "showarrow": False, "x": 1, "y": 1.12,
                       "xref": "paper", "yref": "paper", "xanchor": "right",
                       "font": {"color": "#777"}}],
@@ -94,10 +80,10 @@ def mask_heatmap(
         "hovertemplate": "%{text}<extra></extra>",
     }
     height = max(260, min(520, 110 + 22 * len(query_tokens)))
-    layout = _layout(
+    layout = base_layout(
         title, height,
-        xaxis=_axis(labels[1], tickangle=-60),
-        yaxis=_axis(labels[0], reverse=True),
+        xaxis=category_axis(labels[1], tickangle=-60),
+        yaxis=category_axis(labels[0], reverse=True),
     )
     return {"data": [heatmap], "layout": layout}
 
@@ -124,8 +110,8 @@ def vectors_heatmap(
     }
     many = len(row_labels) > 40
     yaxis = ({"title": {"text": ""}, "autorange": "reversed", "automargin": True}
-             if many else _axis(reverse=True))
-    layout = _layout(
+             if many else category_axis(reverse=True))
+    layout = base_layout(
         title, height or max(240, min(560, 110 + 20 * len(row_labels))),
         xaxis={"title": {"text": dims_label}, "showgrid": False, "zeroline": False},
         yaxis=yaxis,
@@ -144,7 +130,7 @@ def similarity_heatmap(matrix: list[list[float]], title: str, axis_label: str = 
         "zmin": -1, "zmax": 1,
         "hovertemplate": f"{axis_label} %{{y}} · {axis_label} %{{x}}: %{{z:.3f}}<extra></extra>",
     }
-    layout = _layout(
+    layout = base_layout(
         title, 420,
         xaxis={"title": {"text": axis_label}, "showgrid": False, "zeroline": False},
         yaxis={"title": {"text": axis_label}, "autorange": "reversed", "showgrid": False,
@@ -166,7 +152,7 @@ def similarity_by_offset(matrix: list[list[float]], anchors: list[int], title: s
             "line": {"color": colour, "width": 2},
             "hovertemplate": f"p={p}, k=%{{x}}: %{{y:.3f}}<extra></extra>",
         })
-    layout = _layout(title, 300, xaxis={"title": {"text": offset_label}},
+    layout = base_layout(title, 300, xaxis={"title": {"text": offset_label}},
                      yaxis={"title": {"text": "cos"}, "range": [-1.05, 1.05]},
                      legend={"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"})
     return {"data": data, "layout": layout}
@@ -180,7 +166,7 @@ def norm_bars(tokens: list[str], series: dict[str, list[float]], title: str) -> 
          "hovertemplate": f"%{{customdata}} · {name}: %{{y:.3f}}<extra></extra>"}
         for (name, values), colour in zip(series.items(), STAGE_COLOURS, strict=False)
     ]
-    layout = _layout(title, 300, barmode="group", xaxis=_axis(),
+    layout = base_layout(title, 300, barmode="group", xaxis=category_axis(),
                      yaxis={"title": {"text": "‖v‖"}},
                      legend={"orientation": "h", "y": 1.15, "x": 1, "xanchor": "right"})
     return {"data": data, "layout": layout}
@@ -220,7 +206,7 @@ def projection_figure(projection: dict, stage_names: list[str], title: str = "")
         }
         annotations.append({"text": name, "x": start + width / 2, "y": 1.0, "xref": "paper",
                             "yref": "paper", "yanchor": "bottom", "showarrow": False})
-    layout = _layout(title, 340, showlegend=False, annotations=annotations, **layout_axes)
+    layout = base_layout(title, 340, showlegend=False, annotations=annotations, **layout_axes)
     layout["margin"] = {"l": 10, "r": 10, "t": 40, "b": 10}
     return {"data": data, "layout": layout}
 
@@ -246,10 +232,10 @@ def head_grid(values: list[list[float]], title: str, layer_label: str = "layer",
         "customdata": [[[layer + 1, head + 1] for head in range(heads)] for layer in range(layers)],
         "xgap": 2, "ygap": 2,
     }
-    layout = _layout(
+    layout = base_layout(
         title, 120 + 46 * layers,
-        xaxis=_axis(),
-        yaxis=_axis(reverse=True),
+        xaxis=category_axis(),
+        yaxis=category_axis(reverse=True),
     )
     return {"data": [heatmap], "layout": layout}
 
@@ -264,7 +250,7 @@ def row_bars(weights: list[float], key_tokens: list[str], highlight: dict[int, s
         "text": [f"{w:.2f}" for w in weights], "textposition": "auto",
         "hovertemplate": "%{customdata}: %{y:.4f}<extra></extra>",
     }
-    layout = _layout(title, 260, xaxis=_axis(tickangle=-45),
+    layout = base_layout(title, 260, xaxis=category_axis(tickangle=-45),
                      yaxis={"range": [0, 1]})
     return {"data": [bar], "layout": layout}
 
@@ -285,9 +271,9 @@ def score_figure(score: dict, titles: tuple[str, str]) -> dict:
          "marker": {"color": ORANGE}, "customdata": labels, "offsetgroup": "ce",
          "hovertemplate": "%{customdata}<br>−log p = %{y:.3f}<extra></extra>"},
     ]
-    layout = _layout(
+    layout = base_layout(
         "", 320, barmode="group",
-        xaxis=_axis(tickangle=-45),
+        xaxis=category_axis(tickangle=-45),
         yaxis={"title": {"text": titles[0]}, "range": [0, 1]},
         yaxis2={"title": {"text": titles[1]}, "overlaying": "y", "side": "right",
                 "rangemode": "tozero", "showgrid": False},
@@ -312,7 +298,7 @@ def lr_schedule_figure(
                      "y": logged_lr, "marker": {"color": ORANGE, "size": 5},
                      "hovertemplate": "step %{x}: %{y:.2e}<extra></extra>"})
     peak = max(curve_lr) if curve_lr else 0
-    layout = _layout(
+    layout = base_layout(
         "", 300, xaxis={"title": {"text": "step"}}, yaxis={"title": {"text": "lr"},
                                                            "exponentformat": "e"},
         shapes=[{"type": "line", "x0": warmup, "x1": warmup, "y0": 0, "y1": peak,
@@ -335,7 +321,7 @@ def training_curves(steps: list[dict], names: dict[str, str]) -> dict:
          "y": [s["grad_norm"] for s in steps], "line": {"color": VERMILION}, "xaxis": "x2",
          "yaxis": "y2", "hovertemplate": "step %{x}: %{y:.3f}<extra></extra>"},
     ]
-    layout = _layout(
+    layout = base_layout(
         "", 420,
         xaxis={"domain": [0, 1], "anchor": "y", "showticklabels": False},
         yaxis={"domain": [0.55, 1], "title": {"text": names["loss"]}},
@@ -362,7 +348,7 @@ def epoch_curves(epochs: list[dict], names: dict[str, str]) -> dict:
          "y": [e.get("train_loss") for e in epochs], "line": {"color": ORANGE, "dash": "dot"},
          "yaxis": "y2"},
     ]
-    layout = _layout(
+    layout = base_layout(
         "", 300, xaxis={"title": {"text": names["epoch"]}, "dtick": 1 if len(x) <= 30 else None},
         yaxis={"title": {"text": "BLEU / chrF"}, "rangemode": "tozero"},
         yaxis2={"title": {"text": names["train_loss"]}, "overlaying": "y", "side": "right",
@@ -388,7 +374,7 @@ def kv_timing_figure(race: dict, names: tuple[str, str], ms_label: str = "ms",
          "y": race["uncached_step_ms"], "line": {"color": VERMILION}, "marker": {"size": 4},
          "hovertemplate": f"{step_label} %{{x}}: %{{y:.2f}} ms<extra>{names[1]}</extra>"},
     ]
-    layout = _layout("", 320, xaxis={"title": {"text": step_label}},
+    layout = base_layout("", 320, xaxis={"title": {"text": step_label}},
                      yaxis={"title": {"text": ms_label}, "rangemode": "tozero"},
                      legend={"orientation": "h", "y": 1.15, "x": 1, "xanchor": "right"})
     return {"data": data, "layout": layout}
@@ -409,7 +395,7 @@ def kv_work_figure(race: dict, names: tuple[str, str], ylabel: str = "positions"
         data.append({"type": "scatter", "mode": "lines", "name": f"Σ {name}", "x": x,
                      "y": running, "yaxis": "y2", "line": {"color": colour, "dash": "dot"},
                      "hovertemplate": f"{step_label} %{{x}}: Σ %{{y}}<extra>{name}</extra>"})
-    layout = _layout("", 320, barmode="group", xaxis={"title": {"text": step_label}},
+    layout = base_layout("", 320, barmode="group", xaxis={"title": {"text": step_label}},
                      yaxis={"title": {"text": ylabel}, "rangemode": "tozero"},
                      yaxis2={"title": {"text": "Σ"}, "overlaying": "y", "side": "right",
                              "showgrid": False, "rangemode": "tozero"},
@@ -449,7 +435,7 @@ def kv_grid(race: dict, cached: bool, title: str, legend: tuple[str, str, str],
         "ygap": 1 if steps <= 40 else 0,
         "hovertemplate": f"{step_label} %{{y}} · {position_label} %{{x}}: %{{text}}<extra></extra>",
     }
-    layout = _layout(title, 320, xaxis={"title": {"text": position_label}, "showgrid": False,
+    layout = base_layout(title, 320, xaxis={"title": {"text": position_label}, "showgrid": False,
                                         "zeroline": False},
                      yaxis={"title": {"text": step_label}, "autorange": "reversed",
                             "showgrid": False, "zeroline": False})
@@ -476,6 +462,6 @@ def parameter_breakdown(result: dict, labels: dict[str, str], title: str = "") -
         "hovertemplate": "%{customdata[0]}<br>%{customdata[1]} × %{customdata[2]}<br>"
                          "%{x:,}<extra></extra>",
     }
-    layout = _layout(title, 80 + 30 * len(rows), yaxis=_axis(reverse=True),
+    layout = base_layout(title, 80 + 30 * len(rows), yaxis=category_axis(reverse=True),
                      xaxis={"title": {"text": "parameters"}, "type": "log"})
     return {"data": [bar], "layout": layout}
