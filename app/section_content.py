@@ -47,6 +47,10 @@ PIPELINE_STAGES = ["tokens", "embedding", "encoder", "decoder", "output", "loss"
 register({
     "nav.coreference": {"zh": "代词指代", "en": "Coreference"},
     "nav.kv_cache": {"zh": "KV 缓存", "en": "KV cache"},
+    "tour.preview": {
+        "zh": "上图由模型现场为你的句子算出；点下面的按钮打开完整的一页。",
+        "en": "Computed live by the model for your sentence; the button below opens the full page.",
+    },
     "sec.open_live": {"zh": "在这一页用你的句子试试", "en": "Try it with your sentence"},
     "sec.failed": {"zh": "请求失败：", "en": "Request failed: "},
     "sec.estimate": {"zh": "估计值（非官方）", "en": "estimate (unofficial)"},

@@ -1,4 +1,5 @@
-/* /tour: show the sentence's translation beside each stop; ← and → move between stops. */
+/* /tour: show the sentence's translation beside each stop, and a live figure of that stop's
+   stage computed for the learner's own sentence; ← and → move between stops. */
 "use strict";
 
 (() => {
@@ -9,11 +10,48 @@
     if (link) window.location.assign(link.getAttribute("href"));
   });
 
+  /* Which live figure each stop shows: the page's API and how to pick one figure from it. */
+  const PREVIEWS = {
+    "/": { post: "/api/figures/pipeline", pick: (d) => d.figures.probabilities },
+    "/tokens": { post: "/api/figures/tokens", pick: (d) => d.figures.masks },
+    "/embeddings": { post: "/api/figures/embeddings", pick: (d) => d.figures.position },
+    "/attention": {
+      post: "/api/figures/attention",
+      pick: (d) => d.kinds.cross[d.kinds.cross.length - 1].figure,
+    },
+    "/decode": {
+      post: "/api/figures/decode",
+      pick: (d) => d.steps[Math.min(1, d.steps.length - 1)].figures.softmax,
+    },
+    "/training": { get: "/api/training", pick: (d) => d.figures.curves },
+    "/kv-cache": { get: "/api/kv-cache", steps: 32, pick: (d) => d.figures.timing },
+  };
+
+  async function preview(text) {
+    const figure = document.querySelector(".tour-preview");
+    const spec = PREVIEWS[figure.dataset.path];
+    if (!spec) {
+      figure.hidden = true;
+      return;
+    }
+    const data = spec.post
+      ? await ITT.api(spec.post, { text })
+      : await SEC.get(spec.get, spec.steps ? { text, steps: spec.steps } : {});
+    const chosen = spec.pick(data);
+    if (!chosen) {
+      figure.hidden = true;
+      return;
+    }
+    ITT.plot(document.getElementById("tour-preview"), chosen);
+    document.getElementById("tour-preview-caption").textContent = ITT.t("tour.preview");
+  }
+
   async function load() {
     const text = SEC.text();
     document.getElementById("tour-source").textContent = text;
     const data = await ITT.api("/api/translate", { text });
     document.getElementById("tour-translation").textContent = data.translation || "∅";
+    await preview(text);
   }
   load().catch((error) => ITT.showError(error.message));
 })();

@@ -130,12 +130,15 @@ def test_tour_walks_through_the_pages(page, server):
     page.locator("#tour-next").click()
     page.wait_for_url(re.compile("step=1"))
     assert page.locator(".tour-pipeline .stage.current").all_text_contents() == ["Tokens"]
+    wait_idle(page)
+    assert drawn(page, "#tour-preview")
     page.locator("h1").click()
     page.keyboard.press("ArrowRight")
     page.wait_for_url(re.compile("step=2"))
     wait_idle(page)
     assert page.locator(".tour-pipeline .stage.current").all_text_contents() == [
         "Embedding + position"]
+    assert drawn(page, "#tour-preview"), "each stop draws a live figure of the sentence"
     shot(page, "sections-tour")
     page.locator("#tour-open").click()
     page.wait_for_url(re.compile(r"/embeddings\?text=I"))
