@@ -21,6 +21,9 @@ from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>"]
 assert [SPECIAL_TOKENS.index(t) for t in SPECIAL_TOKENS] == [PAD_ID, BOS_ID, EOS_ID, UNK_ID]
 CONTINUATION = "##"
+# NFKC folds full-width punctuation to ASCII when tokenizing; written Chinese uses the full-width
+# forms, so decoding turns these back.
+FULL_WIDTH = str.maketrans({",": "，", "?": "？", "!": "！", ":": "：", ";": "；"})
 
 
 class EnglishTokenizer:
@@ -119,4 +122,4 @@ class ChineseTokenizer:
                 break
             if i >= len(SPECIAL_TOKENS):
                 out.append(self.vocabulary[i])
-        return "".join(out)
+        return "".join(out).translate(FULL_WIDTH)

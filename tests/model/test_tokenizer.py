@@ -23,11 +23,12 @@ def test_english_round_trip(tmp_path):
 
 
 def test_chinese_characters_round_trip(tmp_path):
-    chinese = ChineseTokenizer.train(["猫坐在垫子上。", "狗 在 跑"])
+    chinese = ChineseTokenizer.train(["猫坐在垫子上。", "狗 在 跑", "你好！在哪里？"])
     assert chinese.tokenize("猫坐在垫子上") == ["猫", "坐", "在", "垫", "子", "上"]
     ids = chinese.encode("猫坐在垫子上。", add_bos=True, add_eos=True)
     assert ids[0] == BOS_ID and ids[-1] == EOS_ID
     assert chinese.decode(ids[1:]) == "猫坐在垫子上。"
     assert chinese.encode("鱼")[0] == UNK_ID
+    assert chinese.decode(chinese.encode("你好！在哪里？")) == "你好！在哪里？"
     chinese.save(tmp_path / "zh.json")
     assert ChineseTokenizer.load(tmp_path / "zh.json").vocabulary == chinese.vocabulary
