@@ -163,9 +163,13 @@ register({
     },
     "box.add_norm1": {"zh": "2 加和归一", "en": "2 Add & Norm"},
     "box.add_norm_help": {
-        "zh": "把子层的输出加回原向量（残差），再做层归一化，使均值≈0、标准差≈1。图中是前 16 维。",
-        "en": "Add the sub-layer's output back onto its input (the residual), then LayerNorm brings "
-              "mean ≈ 0 and spread ≈ 1. The first 16 dimensions are drawn.",
+        "zh": "把子层的输出加回原向量（残差），再做层归一化：先把每个位置的向量变成均值 0、"
+              "标准差 1，再乘上学到的缩放 γ、加上学到的偏移 β——所以归一后的统计值只是接近 0 和 1。"
+              "图中是前 16 维。",
+        "en": "Add the sub-layer's output back onto its input (the residual), then LayerNorm: it "
+              "rescales each position's numbers to mean 0 and spread 1, then applies a learned "
+              "scale γ and shift β — which is why the figures after it are only close to 0 and 1. "
+              "The first 16 dimensions are drawn.",
     },
     "box.cross_attention": {"zh": "3 交叉注意力", "en": "3 Cross-attention"},
     "box.cross_attention_help": {
