@@ -20,7 +20,7 @@ from app.resilience import RequestTimeout, ServerErrors
 from app.security import BodySizeLimit, SecurityHeaders
 from app.settings import Settings
 from app.traces import TraceCache
-from model.translator import InputError, Translator
+from model.translator import InputError, Translator, set_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 PLOTLY_JS = Path(__import__("plotly").__file__).parent / "package_data" / "plotly.min.js"
@@ -33,6 +33,8 @@ def create_app(settings: Settings | None = None, translator: Translator | None =
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         model = translator or Translator.load(settings.checkpoint)
+        if settings.torch_threads:
+            set_threads(settings.torch_threads)
         app.state.translator = model
         app.state.traces = TraceCache(model, settings.cache_size)
         log.info("loaded checkpoint %s", settings.checkpoint)

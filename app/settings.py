@@ -22,4 +22,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(16 * 1024, ge=1024)  # larger request bodies get 413
     log_level: str = "info"
     request_timeout_s: float = Field(20.0, gt=0, le=600)  # no response started by then → 503
+    # torch threads per process; 0 keeps torch's default (all cores). One is fastest when serving:
+    # the matrices are small, and a second thread slowed every request down (see bench/README.md).
+    torch_threads: int = Field(1, ge=0, le=64)
     access_log: bool = True  # one JSON line per request on stderr (logger app.access)

@@ -32,7 +32,8 @@ def sentences(words: int, count: int, offset: int = 0) -> list[str]:
         a, b, c, d = (ten[(i * 7919) % len(ten)], nine[(i * 104729 + 1) % len(nine)],
                       nine[(i * 1299709 + 2) % len(nine)], nine[(i * 15485863 + 3) % len(nine)])
         if words == 5:
-            s = " ".join(a.split()[:5])
+            short = list(itertools.product(SUBJECTS, VERBS, OBJECTS))
+            s = " ".join(short[(i * 7) % len(short)])
         elif words == 10:
             s = a
         elif words == 20:

@@ -55,7 +55,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT)
     parser.add_argument("--steps", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1, as the server runs; 0: torch's default)")
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     r = run(args.checkpoint, args.steps, args.rounds)
     print(f"{r['steps']} greedy tokens: cached {r['cached_ms']:.1f} ms, uncached {r['uncached_ms']:.1f} ms "
           f"→ {r['speedup']:.1f}× faster; same tokens: {r['identical_tokens']}")

@@ -28,6 +28,16 @@ def load_test(checkpoint, requests: int, concurrency: int) -> dict:
             "latency": percentiles(result.latencies_ms)}
 
 
+def scale_out(checkpoint, workers: int, requests: int = 160) -> dict:
+    """Throughput at concurrency 8 with ``--workers N`` (each worker its own model and cache)."""
+    with LiveServer(checkpoint, workers=workers, env={"ITT_ACCESS_LOG": "false"}) as server:
+        hammer(server.url, trace_requests(16, offset=4000), 4)
+        result = hammer(server.url, trace_requests(requests, offset=3000), 8)
+        rss = server.rss_mb()
+    return {"workers": workers, "rps": round(result.rps, 2), "failures": result.failures,
+            "rss_mb": round(rss, 1)}
+
+
 def table(r: dict) -> str:
     t, h, k, p, load = r["trace"], r["http"], r["kv"], r["page"], r["load"]
     ten = t["length"][10]["trace"]
@@ -56,6 +66,9 @@ def table(r: dict) -> str:
          f"{h['throughput_distinct']['rps']:.1f} req/s, {h['throughput_distinct']['failures']} errors; "
          f"cached {h['throughput_cached']['rps']:.0f} req/s",
          ok(h["throughput_distinct"]["rps"] >= 15 and h["throughput_distinct"]["failures"] == 0)),
+        (f"the same with `--workers {r['scale']['workers']}`", "(scale-out)",
+         f"{r['scale']['rps']:.1f} req/s, {r['scale']['failures']} errors, "
+         f"RSS {r['scale']['rss_mb']:.0f} MB (all processes)", ""),
         ("server RSS after 1,000 mixed requests", "≤ 500 MB, not growing",
          " → ".join(f"{v:.0f}" for v in rss_values) + " MB",
          ok(rss_values[-1] <= 500 and rss_values[-1] - rss_values[len(rss_values) // 2] < 25)),
@@ -91,7 +104,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
     parser.add_argument("--json", type=Path, help="also write every number here")
     parser.add_argument("--pages", nargs="+", default=page_bench.DEFAULT_PAGES)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads in-process (default 1, as the server runs)")
     args = parser.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     repeats = 5 if args.quick else 30
     results = {}
     results["trace"] = trace_bench.run(args.checkpoint, repeats)
@@ -101,6 +120,8 @@ def main(argv: list[str] | None = None) -> None:
     results["http"] = http_bench.run(args.checkpoint, 1, 200 if args.quick else 1000,
                                      10 if args.quick else 40)
     print("http done", flush=True)
+    results["scale"] = scale_out(args.checkpoint, 2)
+    print("scale-out done", flush=True)
     results["load"] = load_test(args.checkpoint, 100 if args.quick else 500, 16)
     print("load done", flush=True)
     results["page"] = page_bench.run(args.checkpoint, args.pages, 2 if args.quick else 5)

@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT)
     parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1, as the server runs; 0: torch's default)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -49,6 +49,11 @@ MAX_SOURCE_TOKENS = 64
 CHECKPOINT_FILES = ("weights.safetensors", "config.json", "tokenizer_en.json", "vocab_zh.json")
 
 
+def set_threads(threads: int) -> None:
+    """Intra-op threads for every later model call in this process (``torch.set_num_threads``)."""
+    torch.set_num_threads(threads)
+
+
 class CheckpointError(RuntimeError):
     """The checkpoint folder is missing or incomplete."""
 

@@ -87,3 +87,34 @@ def test_console_script_serves(tiny_checkpoint):
     entries = [json.loads(line) for line in stderr.decode().splitlines() if line.startswith("{")]
     health = [e for e in entries if e["path"] == "/healthz" and e["status"] == 200]
     assert health and {"method", "path", "status", "duration_ms"} <= set(health[-1])
+
+
+def test_readme_links_and_screenshots_exist():
+    """Every local file the README links to exists; screenshots are small PNGs."""
+    import re
+
+    links = re.findall(r"\]\((?!https?:)([^)#]+)\)", README)
+    assert links
+    for link in links:
+        assert (ROOT / link).exists(), f"README links to missing {link}"
+    shots = [ROOT / link for link in links if link.endswith(".png")]
+    assert len(shots) >= 4
+    for shot in shots:
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert shot.stat().st_size < 200 * 1024, f"{shot.name} is over 200 KB"
+
+
+def test_several_workers(tiny_checkpoint):
+    """``--workers 2``: two processes, each with its own model and cache, answer alike."""
+    from bench.server import LiveServer
+
+    with LiveServer(tiny_checkpoint, workers=2, env={"ITT_ACCESS_LOG": "false"}) as server:
+        assert len(server.pids()) >= 3  # the supervisor and its two workers
+        answers = set()
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            for _ in range(8):
+                response = client.post("/api/translate", json={"text": "Where is the station?"},
+                                       headers={"connection": "close"})
+                assert response.status_code == 200
+                answers.add(response.json()["translation"])
+        assert len(answers) == 1  # stateless: whichever worker answers, the same translation
