@@ -8,6 +8,8 @@ with an on* handler, no blocked inline script), and the sentence box shows the p
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from app.main import create_app
@@ -49,15 +51,6 @@ def pages(tiny_checkpoint):
     return html_pages(create_app(Settings(checkpoint=tiny_checkpoint)))
 
 
-@pytest.fixture(scope="module")
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-
-
 def check(page, dialogs: list[str], where: str) -> None:
     state = page.evaluate(INJECTED)
     assert not dialogs, f"{where}: a dialog opened: {dialogs}"
@@ -67,7 +60,26 @@ def check(page, dialogs: list[str], where: str) -> None:
     assert not state["violations"], f"{where}: blocked scripts {state['violations']}"
 
 
-def test_payloads_never_execute(live_server, browser, pages):
+def test_payloads_never_execute(live_server, pages):
+    pytest.importorskip("playwright.sync_api")
+    # Its own thread: Playwright's sync API refuses to start where another session (the e2e
+    # tests' session-wide browser) already runs an event loop.
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        thread.submit(browse_with_payloads, live_server.url, pages).result()
+
+
+def browse_with_payloads(base_url: str, pages: list[str]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            payloads_in_every_page(browser, base_url, pages)
+        finally:
+            browser.close()
+
+
+def payloads_in_every_page(browser, base_url: str, pages: list[str]) -> None:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     context.add_init_script(WATCH)
     page = context.new_page()
@@ -82,18 +94,18 @@ def test_payloads_never_execute(live_server, browser, pages):
     try:
         for path in pages:
             for payload in PAYLOADS:
-                page.goto(live_server.url + path + "?" + _query({"text": payload}),
+                page.goto(base_url + path + "?" + _query({"text": payload}),
                           wait_until="networkidle")
                 check(page, dialogs, f"{path}?text=")
                 box = page.locator("#text")
                 if box.count():
                     assert box.first.input_value() == payload, f"{path}: the text is not shown literally"
 
-            page.goto(live_server.url + path + "?" + _query({name: PAYLOADS[0][:100] for name in SETTINGS}),
+            page.goto(base_url + path + "?" + _query({name: PAYLOADS[0][:100] for name in SETTINGS}),
                       wait_until="networkidle")
             check(page, dialogs, f"{path} with every URL setting")
 
-            page.goto(live_server.url + path, wait_until="networkidle")
+            page.goto(base_url + path, wait_until="networkidle")
             fields = page.locator(
                 "input:is([type=text], [type=search], :not([type])):visible, textarea:visible")
             for index in range(fields.count()):
