@@ -25,11 +25,13 @@ PAGES = {
     "tokens": "/tokens",
     "embeddings": "/embeddings",
     "attention": "/attention",
-    "decode": "/decode",
+    "decode": "/decode?strategy=beam&beam_size=4",
     "kv-cache": "/kv-cache",
     "training": "/training",
     "scale": "/scale",
 }
+# Pages whose interesting part starts below the controls: scroll there before the shot.
+SCROLL_TO = {"decode": "#beam-title"}
 SETTLED = """() => !document.body.classList.contains('busy') && window.__pending === 0"""
 
 
@@ -56,6 +58,10 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{name}: skipped ({response.status if response else 'no response'})")
                 continue
             page.wait_for_function(SETTLED, timeout=30000)
+            if name in SCROLL_TO:
+                page.evaluate(  # the element's top just below the sticky header
+                    "(s) => window.scrollTo(0, document.querySelector(s).getBoundingClientRect().top"
+                    " + window.scrollY - 70)", SCROLL_TO[name])
             page.wait_for_timeout(300)  # let Plotly finish its transitions
             path = args.out / f"{name}.png"
             page.screenshot(path=str(path), animations="disabled")
