@@ -87,7 +87,10 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     errors = []
     for error in exc.errors():
         message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
-        errors.append({"field": _field(tuple(error.get("loc", ()))), "message": message})
+        field = _field(tuple(error.get("loc", ())))
+        if error.get("type") == "json_invalid":  # loc is ("body", <character offset>)
+            field, message = "body", f"the request body is not valid JSON ({message})"
+        errors.append({"field": field, "message": message})
     text = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
     return JSONResponse({"message": text, "errors": errors}, status_code=422)
 

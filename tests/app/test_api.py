@@ -325,3 +325,12 @@ def test_identical_concurrent_requests_run_the_model_once(tiny_translator):
         traces = list(pool.map(lambda _: cache.get(request)[0], range(12)))
     assert cache.model_calls == 1
     assert all(trace is traces[0] for trace in traces)
+
+
+def test_malformed_json_is_a_422_about_the_body(app_client):
+    response = app_client.post(
+        "/api/translate", content=b'{"text": "hi"', headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "body"
+    assert response.json()["message"].startswith("body: the request body is not valid JSON")
