@@ -44,18 +44,23 @@ class TraceCache:
                     self._traces.move_to_end(key)
                     return self._traces[key], 0.0
             started = time.perf_counter()
-            trace = self._model_thread.submit(
-                self.translator.trace,
-                request.text, options(request), getattr(request, "forced_prefix", None) or None,
-            ).result()
+            try:
+                trace = self._model_thread.submit(
+                    self.translator.trace,
+                    request.text, options(request), getattr(request, "forced_prefix", None) or None,
+                ).result()
+            except BaseException:  # a request the model refuses must not leave its lock behind
+                with self._lock:
+                    self._key_locks.pop(key, None)
+                raise
             elapsed = (time.perf_counter() - started) * 1000
             with self._lock:
+                self._key_locks.pop(key, None)
                 self.model_calls += 1
                 self._traces[key] = trace
                 self._traces.move_to_end(key)
                 while len(self._traces) > self.size:
                     self._traces.popitem(last=False)
-                self._key_locks.pop(key, None)
         return trace, elapsed
 
 

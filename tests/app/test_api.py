@@ -334,3 +334,15 @@ def test_malformed_json_is_a_422_about_the_body(app_client):
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "body"
     assert response.json()["message"].startswith("body: the request body is not valid JSON")
+
+
+def test_refused_requests_leave_no_lock_behind(tiny_translator):
+    from app.schemas import TranslateRequest
+    from app.traces import TraceCache
+    from model.translator import InputError
+
+    cache = TraceCache(tiny_translator, size=4)
+    request = TranslateRequest(text="a " * 70)  # 140 characters but 71 tokens: the model refuses
+    with pytest.raises(InputError):
+        cache.get(request)
+    assert cache._key_locks == {} and cache.model_calls == 0
