@@ -1,6 +1,8 @@
-"""JSON endpoints (documented at /docs). Thin: validate, fetch the cached trace, shape the answer.
+"""The JSON endpoints no single page owns (health, model info, translate, the whole trace) and
+the two helpers every page's JSON route uses: ``timed`` and ``summary``. Documented at /docs.
 
-Endpoints are plain ``def`` functions, so FastAPI runs them (and the model) in its threadpool.
+Endpoints are plain ``def`` functions, so FastAPI runs them in its threadpool; the model itself
+runs on the engine's one thread.
 """
 
 from __future__ import annotations
@@ -10,28 +12,37 @@ from dataclasses import asdict
 import orjson
 from fastapi import APIRouter, Response
 
-from app import figures
-from app.dependencies import TracesDep, TranslateDep, TranslatorDep
+from app.deps import EngineDep, TranslatorDep
 from app.schemas import (
-    AttentionDetailRequest,
-    AttentionStagesRequest,
-    ErrorResponse,
-    FigureRequest,
+    ERRORS,
     Health,
     ModelInfo,
     TraceRequest,
     TranslateRequest,
     TranslateResponse,
 )
-from model.translator import InputError
+from model.trace import Trace
 
 router = APIRouter()
-ERRORS = {422: {"model": ErrorResponse, "description": "a field is out of its limits"}}
 
 
-def _timed(response: Response, model_ms: float) -> None:
+def timed(response: Response, model_ms: float) -> None:
     """Server-Timing shows the model's share of the request (0 when the trace was cached)."""
     response.headers["Server-Timing"] = f"model;dur={model_ms:.1f}"
+
+
+def summary(trace: Trace) -> dict:
+    """The sentence, its translation and its tokens: the head of every figure answer."""
+    return {
+        "text": trace.text,
+        "translation": trace.translation,
+        "finished": trace.finished,
+        "source_tokens": trace.source_tokens,
+        "target_tokens": trace.target_tokens,
+        "decoder_input": trace.decoder_input,
+        "options": trace.options,
+        "model_ms": trace.model_ms,
+    }
 
 
 @router.get("/healthz", response_model=Health, tags=["service"])
@@ -68,10 +79,10 @@ def model_info(translator: TranslatorDep) -> ModelInfo:
 
 @router.post("/api/translate", response_model=TranslateResponse, responses=ERRORS,
              tags=["model"])
-def translate(request: TranslateRequest, traces: TracesDep, response: Response) -> dict:
+def translate(request: TranslateRequest, engine: EngineDep, response: Response) -> dict:
     """Translate one English sentence; each step lists the most likely candidates."""
-    trace, model_ms = traces.get(request)
-    _timed(response, model_ms)
+    trace, model_ms = engine.trace(request)
+    timed(response, model_ms)
     return {
         "text": trace.text,
         "translation": trace.translation,
@@ -84,105 +95,14 @@ def translate(request: TranslateRequest, traces: TracesDep, response: Response) 
 
 
 @router.post("/api/trace", responses=ERRORS, tags=["model"])
-def trace(request: TraceRequest, traces: TracesDep) -> Response:
+def trace(request: TraceRequest, engine: EngineDep) -> Response:
     """Everything recorded inside one translation: embeddings, every attention matrix
     (``encoder[layer].self_attention[head][query][key]``, ``decoder[layer].self_attention`` T×T,
     ``decoder[layer].cross_attention`` T×S), Add & Norm and FFN statistics, steps, beam tree."""
-    result, model_ms = traces.get(request)
+    result, model_ms = engine.trace(request)
     # The trace is plain data already: serialise it directly, with orjson (the stdlib encoder
     # holds the GIL ~5× longer, and the model thread waits for it). FastAPI's generic encoder
     # would walk every float of every attention matrix once more, slower than the model.
     response = Response(orjson.dumps(result.to_dict()), media_type="application/json")
-    _timed(response, model_ms)
+    timed(response, model_ms)
     return response
-
-
-@router.post("/api/attention-detail", responses=ERRORS, tags=["model"])
-def attention_detail(request: AttentionDetailRequest, traces: TracesDep, response: Response) -> dict:
-    """One head of one layer, stage by stage: Q, K, V, q·k, ÷√d_k, mask, softmax, weighted sum."""
-    result, model_ms = traces.get(request)
-    layers = len(result.encoder if request.kind == "encoder" else result.decoder)
-    if request.layer >= layers:
-        raise InputError("layer", f"layer must be between 0 and {layers - 1}")
-    n_heads = len(figures.attention_weights(result, request.kind, request.layer))
-    if request.head >= n_heads:
-        raise InputError("head", f"head must be between 0 and {n_heads - 1}")
-    _timed(response, model_ms)
-    return result.attention_detail(request.kind, request.layer, request.head)
-
-
-@router.post("/api/figures/attention-detail", responses=ERRORS, tags=["figures"])
-def attention_stage_figures(
-    request: AttentionStagesRequest, traces: TracesDep, response: Response
-) -> dict:
-    """One query row of one head through q·k, ÷√d_k, mask, softmax and the weighted sum of V."""
-    detail = attention_detail(request, traces, response)
-    rows = len(detail["query_tokens"])
-    if request.query >= rows:
-        raise InputError("query", f"query must be between 0 and {rows - 1}")
-    return {
-        "detail": detail,
-        "query": request.query,
-        "figures": figures.attention_stages(detail, request.query),
-    }
-
-
-@router.post("/api/figures/pipeline", responses=ERRORS, tags=["figures"])
-def pipeline_figures(request: TraceRequest, traces: TracesDep, response: Response) -> dict:
-    """The translation with its tokens and the probability of each chosen token (Plotly JSON)."""
-    result, model_ms = traces.get(request)
-    _timed(response, model_ms)
-    return {
-        **_summary(result),
-        "figures": {"probabilities": figures.step_probabilities(result)},
-    }
-
-
-@router.post("/api/figures/attention", responses=ERRORS, tags=["figures"])
-def attention_figures(
-    request: TraceRequest, traces: TracesDep, t: TranslateDep, response: Response
-) -> dict:
-    """Every head of every layer for the three kinds of attention (Plotly JSON)."""
-    result, model_ms = traces.get(request)
-    _timed(response, model_ms)
-    labels = (t("word.query"), t("word.key"))
-    return {
-        **_summary(result),
-        "kinds": {kind: figures.attention_overview(result, kind, labels)
-                  for kind in figures.KIND_TOKENS},
-    }
-
-
-@router.post("/api/figures/decode", responses=ERRORS, tags=["figures"])
-def decode_figures(
-    request: FigureRequest, traces: TracesDep, t: TranslateDep, response: Response
-) -> dict:
-    """Step-by-step decoding inside one decoder layer, plus the beam tree (Plotly JSON)."""
-    result, model_ms = traces.get(request)
-    if request.layer >= len(result.decoder):
-        raise InputError("layer", f"layer must be between 0 and {len(result.decoder) - 1}")
-    _timed(response, model_ms)
-    return {
-        **_summary(result),
-        "layer": request.layer,
-        "layers": len(result.decoder),
-        "steps": figures.decode_steps(result, request.layer, {
-            "head": t("word.head", n="").strip(),
-            "before_norm": t("legend.before_norm"),
-            "after_norm": t("legend.after_norm"),
-        }),
-        "beam": figures.beam_tree(result),
-    }
-
-
-def _summary(trace) -> dict:
-    return {
-        "text": trace.text,
-        "translation": trace.translation,
-        "finished": trace.finished,
-        "source_tokens": trace.source_tokens,
-        "target_tokens": trace.target_tokens,
-        "decoder_input": trace.decoder_input,
-        "options": trace.options,
-        "model_ms": trace.model_ms,
-    }

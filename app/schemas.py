@@ -1,4 +1,5 @@
-"""Request and response bodies of the JSON API. Every request field has a limit.
+"""The request and response bodies more than one page uses. Every request field has a limit;
+a page's own request schemas live in its module (``app/pages/<page>.py``).
 
 Non-English input: the model only knows English sub-words, so text without a single Latin letter
 (Chinese, emoji, digits only) is rejected with a 422 that says English is expected. Text that mixes
@@ -19,7 +20,6 @@ MAX_SEED = 2**31 - 1
 LATIN_LETTER = re.compile(r"[A-Za-z]")
 
 Strategy = Literal["greedy", "sample", "beam"]
-AttentionKind = Literal["encoder", "decoder_self", "cross"]
 TargetToken = Annotated[str, Field(min_length=1, max_length=8)]
 
 
@@ -68,25 +68,30 @@ class TranslateRequest(Strict):
         )
 
 
+class QueryModel(BaseModel):
+    """Query-string parameters arrive as text, so numbers are parsed (not strict), but unknown
+    parameters and infinities are still refused."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class TextQuery(QueryModel):
+    """An English sentence in the query string (the same rule as the translate endpoints)."""
+
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS,
+                      description=f"English source, 1–{MAX_TEXT_CHARS} characters")
+
+    @field_validator("text")
+    @classmethod
+    def english_text(cls, text: str) -> str:
+        return TranslateRequest.english_text(text)
+
+
 class TraceRequest(TranslateRequest):
     forced_prefix: list[TargetToken] = Field(
         default_factory=list, max_length=MAX_FORCED,
         description="Chinese tokens the translation must start with (then decoding continues)",
     )
-
-
-class AttentionDetailRequest(TraceRequest):
-    kind: AttentionKind
-    layer: int = Field(ge=0, le=63, description="0-based layer index")
-    head: int = Field(ge=0, le=63, description="0-based head index")
-
-
-class AttentionStagesRequest(AttentionDetailRequest):
-    query: int = Field(0, ge=0, le=255, description="the query row to follow (0-based)")
-
-
-class FigureRequest(TraceRequest):
-    layer: int = Field(0, ge=0, le=63, description="decoder layer shown by the decode view")
 
 
 class Candidate(BaseModel):
@@ -135,3 +140,6 @@ class ErrorItem(BaseModel):
 class ErrorResponse(BaseModel):
     message: str
     errors: list[ErrorItem] = []
+
+
+ERRORS = {422: {"model": ErrorResponse, "description": "a field is out of its limits"}}

@@ -1,4 +1,5 @@
-/* Shared helpers for every page: strings, URL state, API calls, loading state, Plotly.
+/* Shared helpers for every page: strings, URL state, the one API helper and its busy counter,
+   Plotly, tables.
    Pages never put user text into innerHTML: everything goes through textContent. */
 "use strict";
 
@@ -98,17 +99,14 @@ const ITT = (() => {
     box.hidden = true;
   }
 
-  /** POST JSON; resolves to the parsed answer or rejects with the server's message. */
-  async function api(path, body) {
+  /** The one way to the server: fetch JSON, count the request as busy, reject with the
+      server's message. */
+  async function request(url, init) {
     setBusy(+1);
     try {
       let response;
       try {
-        response = await fetch(path, {
-          method: "POST",
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify(body),
-        });
+        response = await fetch(url, init);
       } catch (error) {
         throw new Error(t("error.network"));
       }
@@ -120,12 +118,40 @@ const ITT = (() => {
     }
   }
 
+  /** POST a JSON body. */
+  function api(path, body) {
+    return request(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  }
+
+  /** GET with query parameters (empty values left out). */
+  function get(path, params) {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(params || {})) {
+      if (value !== undefined && value !== null && value !== "") query.set(name, value);
+    }
+    return request(`${path}?${query}`, { headers: { Accept: "application/json" } });
+  }
+
+  // Every chart's mode bar keeps one button: download as PNG (no Plotly logo, no cloud links).
+  const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtons: [["toImage"]] };
+
   function plot(element, figure, config) {
-    const options = Object.assign(
-      { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] },
-      config || {},
-    );
+    const options = Object.assign({}, PLOT_CONFIG, config || {});
     return window.Plotly.react(element, figure.data, figure.layout, options);
+  }
+
+  /** Draw a figure if there is one, else leave a short note (e.g. no training history). */
+  function plotOrNote(id, figure, note) {
+    const node = document.getElementById(id);
+    if (figure) {
+      plot(node, figure);
+    } else {
+      node.replaceChildren(element("p", note, "muted"));
+    }
   }
 
   /** Replace a list's items with one <li> per token (textContent only). */
@@ -145,6 +171,40 @@ const ITT = (() => {
     return node;
   }
 
+  /** Fill a <table> from rows of cells; a header row first when ``head`` is given. */
+  function table(node, head, rows, rowHeaders) {
+    const parts = [];
+    if (head) {
+      const thead = document.createElement("thead");
+      const tr = document.createElement("tr");
+      head.forEach((cell) => tr.appendChild(element("th", cell)));
+      thead.appendChild(tr);
+      parts.push(thead);
+    }
+    const tbody = document.createElement("tbody");
+    rows.forEach((row) => {
+      const tr = document.createElement("tr");
+      row.forEach((cell, index) => {
+        const th = rowHeaders && index === 0;
+        const cellNode = element(th ? "th" : "td", cell);
+        if (th) cellNode.setAttribute("scope", "row");
+        tr.appendChild(cellNode);
+      });
+      tbody.appendChild(tr);
+    });
+    parts.push(tbody);
+    node.replaceChildren(...parts);
+  }
+
+  function number(value) {
+    return Number(value).toLocaleString(document.documentElement.lang);
+  }
+
+  /** The sentence in the URL, or the default example. */
+  function text() {
+    return params().get("text") || pageData.default_text;
+  }
+
   /** Run ``load`` now and whenever the URL changes through history navigation. */
   function start(load) {
     syncLinks();
@@ -155,7 +215,7 @@ const ITT = (() => {
   }
 
   return {
-    t, params, requestFromURL, setURL, syncLinks, api, plot, chips, element, start,
-    showError, clearError, pageData,
+    t, params, text, requestFromURL, setURL, syncLinks, api, get, plot, plotOrNote, chips,
+    element, table, number, start, showError, clearError, pageData,
   };
 })();

@@ -6,7 +6,7 @@
 
   async function load() {
     ITT.clearError();
-    const data = await SEC.get("/api/coreference", {
+    const data = await ITT.get("/api/coreference", {
       text: value("coref-text"), pronoun: value("coref-pronoun"),
       referent: value("coref-referent"), distractor: value("coref-distractor"),
     });
@@ -24,7 +24,7 @@
       if (data.distractor.length) row.splice(4, 0, entry.distractor_weight.toFixed(3));
       return row;
     });
-    SEC.table(document.getElementById("coref-ranking"), head, rows, false);
+    ITT.table(document.getElementById("coref-ranking"), head, rows, false);
   }
   ITT.syncLinks();
   load().catch((error) => ITT.showError(error.message));

@@ -26,8 +26,7 @@
   }
 
   async function load() {
-    const response = await fetch("/openapi.json");
-    const spec = await response.json();
+    const spec = await ITT.get("/openapi.json");
     const root = document.getElementById("endpoints");
     const sections = [];
     for (const [path, methods] of Object.entries(spec.paths)) {

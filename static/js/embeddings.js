@@ -14,10 +14,10 @@
     }
     const s = data.sample;
     const fmt = (values) => values.map((v) => Number(v).toFixed(3)).join(", ") + ", …";
-    SEC.table(document.getElementById("sample-table"), null, [
+    ITT.table(document.getElementById("sample-table"), null, [
       [`${s.token} · ${ITT.t("emb.norm.raw")}`, fmt(s.raw)],
       [`× √${data.d_model} = × ${data.sqrt_d}`, fmt(s.scaled)],
-      [`+ ${ITT.t("emb.norm.position")} (pos 0)`, fmt(s.position)],
+      [`+ ${ITT.t("emb.norm.position")} (${ITT.t("common.position")} 0)`, fmt(s.position)],
       [`= ${ITT.t("emb.norm.sum")}`, fmt(s.sum)],
     ], true);
     const link = document.getElementById("coref-link");

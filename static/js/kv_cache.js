@@ -8,7 +8,7 @@
     ITT.clearError();
     const steps = ITT.params().get("steps") || stepsInput.value || "32";
     stepsInput.value = steps;
-    const data = await SEC.get("/api/kv-cache", { text: SEC.text(), steps });
+    const data = await ITT.get("/api/kv-cache", { text: ITT.text(), steps });
     const ratio = data.cached_ms > 0 ? (data.uncached_ms / data.cached_ms).toFixed(2) : "–";
     document.getElementById("kv-summary").textContent = ITT.t("kv.summary", {
       steps: data.steps, cached: data.cached_ms.toFixed(1), uncached: data.uncached_ms.toFixed(1),

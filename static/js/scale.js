@@ -30,22 +30,22 @@
   }
 
   function draw(data) {
-    document.getElementById("calc-total").textContent = SEC.number(data.total);
-    document.getElementById("calc-weights").textContent = SEC.number(data.total_weights_only);
-    document.getElementById("calc-active").textContent = SEC.number(data.active_per_token);
+    document.getElementById("calc-total").textContent = ITT.number(data.total);
+    document.getElementById("calc-weights").textContent = ITT.number(data.total_weights_only);
+    document.getElementById("calc-active").textContent = ITT.number(data.active_per_token);
     document.getElementById("calc-extra").textContent = [
       `${ITT.t("scale.d_head")}: ${data.d_head}`,
       `${ITT.t("scale.flops")}: ${Number(data.flops_per_token).toExponential(2)}`,
-      `${ITT.t("scale.kv_per_token")}: ${SEC.number(data.kv_cache_floats_per_token)}`,
+      `${ITT.t("scale.kv_per_token")}: ${ITT.number(data.kv_cache_floats_per_token)}`,
     ].join(" · ");
     const head = [ITT.t("scale.col.matrix"), ITT.t("scale.col.shape"), ITT.t("scale.col.per_layer"),
       ITT.t("scale.col.times"), ITT.t("scale.col.total")];
     const rows = data.rows.map((row) => [
-      row.label, row.shape, SEC.number(row.per_layer),
-      String(row.times), SEC.number(row.count),
+      row.label, row.shape, ITT.number(row.per_layer),
+      String(row.times), ITT.number(row.count),
     ]);
-    rows.push([ITT.t("scale.total"), "", "", "", SEC.number(data.total)]);
-    SEC.table(document.getElementById("calc-table"), head, rows, true);
+    rows.push([ITT.t("scale.total"), "", "", "", ITT.number(data.total)]);
+    ITT.table(document.getElementById("calc-table"), head, rows, true);
     ITT.plot(document.getElementById("calc-figure"), data.figure);
   }
 
@@ -59,7 +59,7 @@
       if (text) url.set("text", text);
       ITT.setURL(url, push);
     }
-    draw(await SEC.get("/api/scale", query));
+    draw(await ITT.get("/api/scale", query));
   }
 
   function fromURL() {

@@ -19,9 +19,9 @@
       [ITT.t("tokens.piece"), ...items.map((item) => item.token)],
       [ITT.t("tokens.id"), ...items.map((item) => String(item.id))],
     ];
-    SEC.table(document.getElementById("english-table"), null, tokenRow(data.english), true);
+    ITT.table(document.getElementById("english-table"), null, tokenRow(data.english), true);
     const chinese = data.chinese.concat([{ token: "<eos>", id: 2 }]);
-    SEC.table(document.getElementById("chinese-table"), null, tokenRow(chinese), true);
+    ITT.table(document.getElementById("chinese-table"), null, tokenRow(chinese), true);
     ITT.plot(document.getElementById("batch-source"), data.figures.source);
     ITT.plot(document.getElementById("batch-decoder"), data.figures.decoder);
     ITT.plot(document.getElementById("batch-labels"), data.figures.labels);

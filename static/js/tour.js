@@ -13,7 +13,7 @@
   /* Which live figure each stop shows: the page's API and how to pick one figure from it. */
   const PREVIEWS = {
     "/": { post: "/api/figures/pipeline", pick: (d) => d.figures.probabilities },
-    "/tokens": { post: "/api/figures/tokens", pick: (d) => d.figures.masks },
+    "/tokens": { post: "/api/figures/tokens", pick: (d) => d.figures.masks[0].causal },
     "/embeddings": { post: "/api/figures/embeddings", pick: (d) => d.figures.position },
     "/attention": {
       post: "/api/figures/attention",
@@ -36,7 +36,7 @@
     }
     const data = spec.post
       ? await ITT.api(spec.post, { text })
-      : await SEC.get(spec.get, spec.steps ? { text, steps: spec.steps } : {});
+      : await ITT.get(spec.get, spec.steps ? { text, steps: spec.steps } : {});
     const chosen = spec.pick(data);
     if (!chosen) {
       figure.hidden = true;
@@ -47,7 +47,7 @@
   }
 
   async function load() {
-    const text = SEC.text();
+    const text = ITT.text();
     document.getElementById("tour-source").textContent = text;
     const data = await ITT.api("/api/translate", { text });
     document.getElementById("tour-translation").textContent = data.translation || "∅";

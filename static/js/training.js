@@ -8,10 +8,10 @@
 
   async function drawHistory() {
     if (historyDrawn) return;
-    const data = await SEC.get("/api/training", {});
+    const data = await ITT.get("/api/training", {});
     ITT.plot(document.getElementById("schedule"), data.figures.schedule);
-    SEC.plotOrNote("curves", data.figures.curves, ITT.t("training.no_history"));
-    SEC.plotOrNote("epochs", data.figures.epochs, ITT.t("training.no_history"));
+    ITT.plotOrNote("curves", data.figures.curves, ITT.t("training.no_history"));
+    ITT.plotOrNote("epochs", data.figures.epochs, ITT.t("training.no_history"));
     historyDrawn = true;
   }
 
@@ -20,7 +20,7 @@
     const free = data.greedy.slice(0, n);
     while (free.length < n) free.push("");
     const header = [""].concat(data.labels.map((_, i) => String(i)));
-    SEC.table(document.getElementById("shift-table"), header, [
+    ITT.table(document.getElementById("shift-table"), header, [
       [ITT.t("training.row.input"), ...data.decoder_input],
       [ITT.t("training.row.label"), ...data.labels],
       [ITT.t("training.row.prob"), ...data.label_prob.map((p) => p.toFixed(3))],
@@ -36,7 +36,7 @@
     const unknown = document.getElementById("unknown");
     unknown.hidden = data.unknown_characters.length === 0;
     unknown.textContent = ITT.t("training.unknown") + data.unknown_characters.join(" ");
-    SEC.table(document.getElementById("teacher-table"), header, [
+    ITT.table(document.getElementById("teacher-table"), header, [
       [ITT.t("training.row.label"), ...data.labels],
       [ITT.t("training.row.predicted"), ...data.predicted],
       [ITT.t("training.row.free"), ...free],
@@ -52,7 +52,7 @@
 
   async function load() {
     ITT.clearError();
-    const text = SEC.text();
+    const text = ITT.text();
     let reference = ITT.params().get("reference") || "";
     if (!reference) {
       const translation = await ITT.api("/api/translate", { text });
@@ -67,10 +67,10 @@
   document.getElementById("reference-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const query = ITT.params();
-    query.set("text", SEC.text());
+    query.set("text", ITT.text());
     query.set("reference", referenceInput.value.trim());
     ITT.setURL(query, true);
-    ITT.api("/api/score", { text: SEC.text(), reference: referenceInput.value.trim() })
+    ITT.api("/api/score", { text: ITT.text(), reference: referenceInput.value.trim() })
       .then(drawScore)
       .catch((error) => ITT.showError(error.message));
   });

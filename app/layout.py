@@ -1,0 +1,80 @@
+"""The layout every page shares: the nav, the example sentences, ``render_page`` and the
+language switch. Each page renders a shell; its script reads the sentence and the settings from
+the URL, asks the page's JSON routes (which read the engine's cached trace) and draws the figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.templating import Jinja2Templates
+
+from app.i18n import COOKIE, LANGUAGES, Translate
+
+ROOT = Path(__file__).resolve().parents[1]
+templates = Jinja2Templates(directory=ROOT / "templates")  # autoescape is on for .html
+
+router = APIRouter(include_in_schema=False)
+
+# (path, i18n key) in the order a sentence travels through the model.
+NAV = [
+    ("/", "nav.pipeline"),
+    ("/tokens", "nav.tokens"),
+    ("/embeddings", "nav.embeddings"),
+    ("/attention", "nav.attention"),
+    ("/coreference", "nav.coreference"),
+    ("/decode", "nav.decode"),
+    ("/kv-cache", "nav.kv-cache"),
+    ("/training", "nav.training"),
+    ("/scale", "nav.scale"),
+    ("/tour", "nav.tour"),
+]
+EXAMPLES = [
+    "The cat sits on the mat.",
+    "The woman said that she was tired.",
+    "I like green tea.",
+    "Where is the station?",
+]
+DEFAULT_TEXT = EXAMPLES[0]
+
+
+def render_page(request: Request, page: str, lang: str, **context) -> HTMLResponse:
+    """Render ``templates/<page>.html`` inside base.html, with ``static/js/<page>.js`` and only
+    the strings of ``app/locales/<lang>/{common,<page>}.json``."""
+    t = Translate(lang, page)
+    translator = request.app.state.translator
+    return templates.TemplateResponse(
+        request,
+        f"{page}.html",
+        {
+            "t": t,
+            "lang": lang,
+            "page": page,
+            "nav": NAV,
+            "examples": EXAMPLES,
+            "text": request.query_params.get("text", DEFAULT_TEXT)[:400],
+            "config": translator.config,
+            "strings": t.table,
+            **context,
+        },
+        headers={"Content-Language": lang, "Vary": "Accept-Language, Cookie"},
+    )
+
+
+@router.get("/lang/{code}")
+def switch_language(code: str, next: str = Query("/", max_length=2000)) -> RedirectResponse:
+    """Remember the chosen language in a cookie and go back to the page the reader was on."""
+    target = next if _local(next) else "/"
+    response = RedirectResponse(target, status_code=303)
+    if code in LANGUAGES:
+        response.set_cookie(COOKIE, code, max_age=365 * 24 * 3600, samesite="lax", httponly=True)
+    return response
+
+
+def _local(url: str) -> bool:
+    """Only same-site paths: '/x?y', never '//host' or 'http://host' (no open redirect)."""
+    parts = urlsplit(url)
+    return url.startswith("/") and not url.startswith("//") and not parts.scheme and not parts.netloc \
+        and "\\" not in url

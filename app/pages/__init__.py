@@ -1,0 +1,1 @@
+"""One module per page: its HTML route, JSON routes, request schemas and figure builders."""

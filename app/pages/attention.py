@@ -1,0 +1,156 @@
+"""/attention — every head of every layer for the three kinds of attention, and one head opened
+stage by stage: q·k, ÷√d_k, mask, softmax, the weighted sum of V."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import HTMLResponse
+from pydantic import Field
+
+from app.api import summary, timed
+from app.deps import EngineDep, LanguageDep, page_text
+from app.layout import render_page
+from app.plots import BLUE, GREY, ORANGE, attention_heatmap, base_layout, category_axis, unique_labels
+from app.schemas import ERRORS, TraceRequest
+from model.trace import Trace
+from model.translator import InputError
+
+router = APIRouter()
+PageText = page_text("attention")
+
+THUMBNAIL_HEIGHT = 90  # px; static/css/app.css reserves the same for .thumb
+KIND_TOKENS = {
+    "encoder": ("source_tokens", "source_tokens"),
+    "decoder_self": ("decoder_input", "decoder_input"),
+    "cross": ("decoder_input", "source_tokens"),
+}
+KIND_LAYERS = {"encoder": ("encoder", "self_attention"),
+               "decoder_self": ("decoder", "self_attention"),
+               "cross": ("decoder", "cross_attention")}
+AttentionKind = Literal["encoder", "decoder_self", "cross"]
+
+
+class AttentionDetailRequest(TraceRequest):
+    kind: AttentionKind
+    layer: int = Field(ge=0, le=63, description="0-based layer index")
+    head: int = Field(ge=0, le=63, description="0-based head index")
+
+
+class AttentionStagesRequest(AttentionDetailRequest):
+    query: int = Field(0, ge=0, le=255, description="the query row to follow (0-based)")
+
+
+# -- routes ---------------------------------------------------------------------------------------
+
+
+@router.get("/attention", response_class=HTMLResponse, include_in_schema=False)
+def page(request: Request, lang: LanguageDep) -> HTMLResponse:
+    return render_page(request, "attention", lang)
+
+
+@router.post("/api/figures/attention", responses=ERRORS, tags=["figures"])
+def attention_figures(request: TraceRequest, engine: EngineDep, t: PageText,
+                      response: Response) -> dict:
+    """Every head of every layer for the three kinds of attention (Plotly JSON)."""
+    trace, model_ms = engine.trace(request)
+    timed(response, model_ms)
+    labels = (t("word.query"), t("word.key"))
+    return {
+        **summary(trace),
+        "kinds": {kind: attention_overview(trace, kind, labels) for kind in KIND_TOKENS},
+    }
+
+
+@router.post("/api/attention-detail", responses=ERRORS, tags=["model"])
+def attention_detail(request: AttentionDetailRequest, engine: EngineDep, response: Response) -> dict:
+    """One head of one layer, stage by stage: Q, K, V, q·k, ÷√d_k, mask, softmax, weighted sum."""
+    trace, model_ms = engine.trace(request)
+    layers = len(trace.encoder if request.kind == "encoder" else trace.decoder)
+    if request.layer >= layers:
+        raise InputError("layer", f"layer must be between 0 and {layers - 1}")
+    n_heads = len(attention_weights(trace, request.kind, request.layer))
+    if request.head >= n_heads:
+        raise InputError("head", f"head must be between 0 and {n_heads - 1}")
+    timed(response, model_ms)
+    return trace.attention_detail(request.kind, request.layer, request.head)
+
+
+@router.post("/api/figures/attention-detail", responses=ERRORS, tags=["figures"])
+def attention_stage_figures(request: AttentionStagesRequest, engine: EngineDep,
+                            response: Response) -> dict:
+    """One query row of one head through q·k, ÷√d_k, mask, softmax and the weighted sum of V."""
+    detail = attention_detail(request, engine, response)
+    rows = len(detail["query_tokens"])
+    if request.query >= rows:
+        raise InputError("query", f"query must be between 0 and {rows - 1}")
+    return {"detail": detail, "query": request.query,
+            "figures": attention_stages(detail, request.query)}
+
+
+# -- figures --------------------------------------------------------------------------------------
+
+
+def attention_weights(trace: Trace, kind: str, layer: int) -> list:
+    """[head][query][key] weights of one layer of one kind of attention."""
+    stack, name = KIND_LAYERS[kind]
+    return getattr(trace, stack)[layer][name]
+
+
+def attention_tokens(trace: Trace, kind: str) -> tuple[list[str], list[str]]:
+    query, key = KIND_TOKENS[kind]
+    return getattr(trace, query), getattr(trace, key)
+
+
+def thumbnail() -> dict:
+    """How to redraw a heatmap small: trace overrides and a bare layout (the data is shared)."""
+    hidden = {"visible": False, "fixedrange": True}
+    return {
+        "trace": {"showscale": False, "xgap": 0, "ygap": 0, "hoverinfo": "skip"},
+        "layout": base_layout(height=THUMBNAIL_HEIGHT, margin={"l": 2, "r": 2, "t": 2, "b": 2},
+                              xaxis={**hidden, "type": "category"},
+                              yaxis={**hidden, "type": "category", "autorange": "reversed"}),
+    }
+
+
+def attention_overview(trace: Trace, kind: str, labels: tuple[str, str] = ("query", "key")) -> list:
+    """Every layer and head of one kind: a full-size figure and how to draw it as a thumbnail."""
+    query_tokens, key_tokens = attention_tokens(trace, kind)
+    stack = getattr(trace, KIND_LAYERS[kind][0])
+    cells = []
+    for layer in range(len(stack)):
+        for head, weights in enumerate(attention_weights(trace, kind, layer)):
+            figure = attention_heatmap(weights, query_tokens, key_tokens, labels=labels)
+            cells.append({"layer": layer, "head": head, "figure": figure, "thumbnail": thumbnail()})
+    return cells
+
+
+def score_bars(values: list[float | None], key_tokens: list[str], color: str = BLUE,
+               fmt: str = ".3f") -> dict:
+    """One query row at one stage (q·k, ÷√d_k, masked, softmax) as bars over the key tokens.
+
+    Masked-out keys (None, i.e. −∞ before softmax) are drawn as grey stubs labelled "−∞".
+    """
+    bar = {
+        "type": "bar",
+        "x": unique_labels(key_tokens),
+        "y": [0 if v is None else v for v in values],
+        "text": ["−∞" if v is None else format(v, fmt) for v in values],
+        "textposition": "auto",
+        "marker": {"color": [GREY if v is None else color for v in values]},
+        "hovertemplate": "%{x}: %{text}<extra></extra>",
+    }
+    return {"data": [bar], "layout": base_layout("", 240, xaxis=category_axis(tickangle=-45),
+                                                 yaxis={"zeroline": True})}
+
+
+def attention_stages(detail: dict, query: int) -> dict:
+    """Bars for one query row at each stage of ``Trace.attention_detail``."""
+    keys = detail["key_tokens"]
+    return {
+        "raw": score_bars(detail["raw"][query], keys),
+        "scaled": score_bars(detail["scaled"][query], keys),
+        "masked": score_bars(detail["masked"][query], keys),
+        "weights": score_bars(detail["weights"][query], keys, color=ORANGE),
+    }

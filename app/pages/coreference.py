@@ -1,0 +1,260 @@
+"""/coreference — does any head link "she" to "the woman"? Measured head by head on the reader's
+sentence, not claimed.
+
+From the pronoun's row of every encoder self-attention head, read the weight that lands on the
+referent's sub-word pieces, and rank the heads by it. A uniform head would give the referent
+(its pieces ÷ sentence length); the ranking shows how far each real head is from that.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import HTMLResponse
+from pydantic import Field, field_validator
+
+from app.api import timed
+from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
+from app.layout import render_page
+from app.plots import ATTENTION_SCALE, BLUE, GREY, ORANGE, PURPLE, base_layout, category_axis, unique_labels
+from app.schemas import ERRORS, MAX_TEXT_CHARS, TextQuery, TranslateRequest
+from model.translator import InputError
+
+router = APIRouter()
+PageText = page_text("coreference")
+WORD = re.compile(r"^[A-Za-z][A-Za-z'\-]*$")
+
+
+
+CONTINUATION = "##"
+SPECIALS = {"<pad>", "<bos>", "<eos>", "<unk>"}
+
+
+class WordNotFound(ValueError):
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Example:
+    text: str
+    pronoun: str
+    referent: str
+    distractor: str  # another noun the pronoun could, but does not, refer to
+
+
+EXAMPLES = [
+    Example("The woman said that she was tired.", "she", "woman", ""),
+    Example("The teacher praised the student because he worked hard.", "he", "student",
+            "teacher"),
+    Example("My sister bought a new car and she loves it.", "she", "sister", "car"),
+    Example("The boy kicked the ball and he laughed.", "he", "boy", "ball"),
+    Example("The girl wrote code until midnight because she loves programming.", "she", "girl",
+            "code"),
+]
+
+
+class CoreferenceQuery(TextQuery):
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS,
+                      examples=["The woman said that she was tired."],
+                      description="English sentence with a pronoun and the noun it refers to")
+    pronoun: str = Field(min_length=1, max_length=20, examples=["she"])
+    referent: str = Field(min_length=1, max_length=30, examples=["woman"])
+    distractor: str = Field("", max_length=30, description="optional: another noun to compare")
+
+    @field_validator("pronoun", "referent", "distractor")
+    @classmethod
+    def one_word(cls, word: str) -> str:
+        word = word.strip()
+        if word and not WORD.match(word):
+            raise ValueError("must be one English word (letters only)")
+        return word
+
+
+# -- routes ---------------------------------------------------------------------------------------
+
+
+@router.get("/coreference", response_class=HTMLResponse, include_in_schema=False)
+def page(request: Request, lang: LanguageDep) -> HTMLResponse:
+    """The sentence comes with its pronoun and referent; a sentence carried over from another
+    page without them is replaced by the first example."""
+    examples = [asdict(example) for example in EXAMPLES]
+    query = request.query_params
+    if query.get("pronoun") and query.get("referent"):
+        choice = {"text": query.get("text", ""), "pronoun": query["pronoun"],
+                  "referent": query["referent"], "distractor": query.get("distractor", "")}
+    else:
+        choice = examples[0]
+    return render_page(
+        request, "coreference", lang, coref_examples=examples,
+        coref_text=choice["text"][:200], pronoun=choice["pronoun"][:20],
+        referent=choice["referent"][:30], distractor=choice["distractor"][:30],
+    )
+
+
+@router.get("/api/coreference", responses=ERRORS, tags=["model"])
+def coreference_ranking(query: Annotated[CoreferenceQuery, Query()], engine: EngineDep,
+                        translator: TranslatorDep, t: PageText, response: Response) -> dict:
+    """Every encoder head ranked by the weight the pronoun's row puts on the referent."""
+    trace, model_ms = engine.trace(TranslateRequest(text=query.text))
+    tokens = trace.source_tokens
+
+    def find(field: str, after: int = -1) -> list[int]:
+        word = getattr(query, field)
+        try:
+            return locate(translator.english.tokenize(word), tokens, field, after)
+        except WordNotFound as error:
+            raise InputError(error.field, str(error)) from error
+
+    referent = find("referent")
+    pronoun = find("pronoun", referent[-1])
+    if set(pronoun) & set(referent):
+        raise InputError("pronoun", "pronoun and referent must be different words")
+    distractor = find("distractor") if query.distractor else None
+    attention = [layer["self_attention"] for layer in trace.encoder]
+    result = rank_heads(attention, tokens, pronoun, referent, distractor)
+    best = result["ranking"][0]
+    highlight = {k: ORANGE for k in referent}
+    highlight.update({k: GREY for k in pronoun})
+    if distractor:
+        highlight.update({k: PURPLE for k in distractor})
+    layer_word, head_word = t("word.layer", n="").strip(), t("word.head", n="").strip()
+    timed(response, model_ms)
+    return {
+        "text": trace.text,
+        "tokens": tokens,
+        "pronoun": pronoun,
+        "referent": referent,
+        "distractor": distractor or [],
+        **result,
+        "figures": {
+            "grid": head_grid(result["grid"], "", layer_word, head_word),
+            "best": row_bars(
+                best["row"], tokens, highlight,
+                f"{t('word.layer', n=best['layer'] + 1)} · {t('word.head', n=best['head'] + 1)}"),
+        },
+    }
+
+
+# -- measuring ------------------------------------------------------------------------------------
+
+
+def words(tokens: list[str]) -> list[tuple[str, list[int]]]:
+    """Sub-word pieces grouped into words: ``["wom", "##an"]`` → ``("woman", [i, i+1])``."""
+    grouped: list[tuple[str, list[int]]] = []
+    for index, token in enumerate(tokens):
+        if token.startswith(CONTINUATION) and grouped:
+            word, positions = grouped[-1]
+            grouped[-1] = (word + token[len(CONTINUATION):], [*positions, index])
+        elif token not in SPECIALS or token == "<unk>":
+            grouped.append((token, [index]))
+    return grouped
+
+
+def locate(pieces: list[str], tokens: list[str], field: str, after: int = -1) -> list[int]:
+    """Positions of the word whose pieces are ``pieces`` (as the tokenizer splits it alone);
+    the first occurrence after ``after`` if there is one, else the first."""
+    if not pieces:
+        raise WordNotFound(field, f"{field} must be a word")
+    n = len(pieces)
+    starts = [i for i in range(len(tokens) - n + 1) if tokens[i : i + n] == pieces
+              and (i + n == len(tokens) or not tokens[i + n].startswith(CONTINUATION))]
+    if not starts:
+        raise WordNotFound(field, f"{field} {''.join(pieces)!r} is not a word of the sentence")
+    later = [i for i in starts if i > after]
+    start = later[0] if later else starts[0]
+    return list(range(start, start + n))
+
+
+def rank_heads(
+    encoder_attention: list[list[list[list[float]]]],  # [layer][head][query][key]
+    tokens: list[str],
+    pronoun: list[int],
+    referent: list[int],
+    distractor: list[int] | None = None,
+) -> dict:
+    """Every (layer, head): the pronoun row's weight on the referent, ranked from most to least."""
+    grouped = words(tokens)
+    length = len(tokens)
+    heads = []
+    grid = []
+    for layer, layer_heads in enumerate(encoder_attention):
+        grid_row = []
+        for head, matrix in enumerate(layer_heads):
+            row = [sum(matrix[q][k] for q in pronoun) / len(pronoun) for k in range(length)]
+            weight = sum(row[k] for k in referent)
+            per_word = sorted(
+                ((sum(row[k] for k in positions), word, positions) for word, positions in grouped),
+                key=lambda item: -item[0],
+            )
+            # 1 = the referent gets more weight than any other word of the sentence
+            rank = 1 + sum(1 for w, _, positions in per_word
+                           if w > weight and not set(positions) & set(referent))
+            heads.append({
+                "layer": layer,
+                "head": head,
+                "weight": round(weight, 5),
+                "distractor_weight": round(sum(row[k] for k in distractor), 5)
+                if distractor else None,
+                "referent_rank": rank,
+                "top_word": per_word[0][1],
+                "top_weight": round(per_word[0][0], 5),
+                "row": [round(v, 5) for v in row],
+            })
+            grid_row.append(round(weight, 5))
+        grid.append(grid_row)
+    ranking = sorted(heads, key=lambda h: -h["weight"])
+    return {
+        "ranking": ranking,
+        "grid": grid,
+        "uniform": round(len(referent) / length, 5),
+        "words": len(grouped),
+    }
+
+
+# -- figures --------------------------------------------------------------------------------------
+
+
+def head_grid(values: list[list[float]], heading: str, layer_label: str = "layer",
+              head_label: str = "head", zmax: float | None = None) -> dict:
+    """A layers × heads grid of one number per head (e.g. the weight on the referent)."""
+    layers, heads = len(values), len(values[0]) if values else 0
+    heatmap = {
+        "type": "heatmap",
+        "z": values,
+        "x": [f"{head_label} {h + 1}" for h in range(heads)],
+        "y": [f"{layer_label} {n + 1}" for n in range(layers)],
+        "text": [[f"{v:.3f}" for v in row] for row in values],
+        "texttemplate": "%{text}",
+        "colorscale": ATTENTION_SCALE,
+        "zmin": 0, "zmax": zmax or max(max(row) for row in values) or 1,
+        "hovertemplate": f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}: "
+                         "%{z:.4f}<extra></extra>",
+        "customdata": [[[layer + 1, head + 1] for head in range(heads)] for layer in range(layers)],
+        "xgap": 2, "ygap": 2,
+    }
+    layout = base_layout(
+        heading, 120 + 46 * layers,
+        xaxis=category_axis(),
+        yaxis=category_axis(reverse=True),
+    )
+    return {"data": [heatmap], "layout": layout}
+
+
+def row_bars(weights: list[float], key_tokens: list[str], highlight: dict[int, str],
+             heading: str) -> dict:
+    """One query row of attention over the keys; highlighted keys get their own colour."""
+    colours = [highlight.get(i, BLUE) for i in range(len(key_tokens))]
+    bar = {
+        "type": "bar", "x": unique_labels(key_tokens), "y": weights,
+        "marker": {"color": colours}, "customdata": key_tokens,
+        "text": [f"{w:.2f}" for w in weights], "textposition": "auto",
+        "hovertemplate": "%{customdata}: %{y:.4f}<extra></extra>",
+    }
+    layout = base_layout(heading, 260, xaxis=category_axis(tickangle=-45),
+                     yaxis={"range": [0, 1]})
+    return {"data": [bar], "layout": layout}

@@ -1,0 +1,232 @@
+"""/embeddings — each id looks up a vector, scaled by √d_model and added to the sinusoidal
+positional encoding; the position table, its cosine similarities, and how the token vectors move
+through the encoder's layers (a 2-D projection)."""
+
+from __future__ import annotations
+
+import math
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import HTMLResponse
+from pydantic import Field
+
+from app.api import timed
+from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
+from app.layout import render_page
+from app.plots import (
+    ATTENTION_SCALE,
+    DIVERGING,
+    LEGEND_TOP,
+    STAGE_COLOURS,
+    base_layout,
+    category_axis,
+    plain_axis,
+    unique_labels,
+)
+from app.schemas import ERRORS, TranslateRequest
+from model.translator import Translator
+
+router = APIRouter()
+PageText = page_text("embeddings")
+MAX_POSITIONS_SHOWN = 128
+
+
+class EmbeddingsRequest(TranslateRequest):
+    positions: int = Field(48, ge=8, le=128, description="rows of the positional table shown")
+
+
+@router.get("/embeddings", response_class=HTMLResponse, include_in_schema=False)
+def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTMLResponse:
+    d = translator.config.d_model
+    return render_page(request, "embeddings", lang,
+                       sqrt_d=f"{math.sqrt(d):.2f}", pe_norm=f"{math.sqrt(d / 2):.2f}")
+
+
+@router.post("/api/figures/embeddings", responses=ERRORS, tags=["figures"])
+def embeddings_figures(request: EmbeddingsRequest, engine: EngineDep, translator: TranslatorDep,
+                       t: PageText, response: Response) -> dict:
+    """Token embeddings (×√d), positional encodings, their sum, the position table and its
+    cosine similarities, and the 2-D projection of the token vectors after every layer."""
+    trace, model_ms = engine.trace(TranslateRequest(**request.model_dump(exclude={"positions"})))
+    table, _ = engine.run(positional_encoding, translator, request.positions)
+    d = translator.config.d_model
+    root = math.sqrt(d)
+    encoder = trace.embeddings["encoder"]
+    tokens = trace.source_tokens
+    dims, position = t("common.dimension"), t("common.position")
+    norms = {
+        t("emb.norm.raw"): [round(_norm(v) / root, 4) for v in encoder["token"]],
+        t("emb.norm.scaled"): [round(_norm(v), 4) for v in encoder["token"]],
+        t("emb.norm.position"): [round(_norm(v), 4) for v in encoder["position"]],
+        t("emb.norm.sum"): [round(_norm(v), 4) for v in encoder["sum"]],
+    }
+    stages = [t("emb.input")] + [t("emb.after_layer", n=i + 1)
+                                 for i in range(len(trace.projection["points"]) - 1)]
+    peak = max(abs(v) for row in encoder["sum"] for v in row)
+    positions = [str(p) for p in range(len(table["table"]))]
+    timed(response, model_ms)
+    return {
+        "text": trace.text,
+        "translation": trace.translation,
+        "source_tokens": tokens,
+        "d_model": d,
+        "sqrt_d": round(root, 4),
+        "position_norm": table["norm"],
+        "norms": norms,
+        "sample": {
+            "token": tokens[0],
+            "raw": [round(v / root, 4) for v in encoder["token"][0][:8]],
+            "scaled": encoder["token"][0][:8],
+            "position": encoder["position"][0][:8],
+            "sum": encoder["sum"][0][:8],
+        },
+        "projection": trace.projection,
+        "figures": {
+            "token": vectors_heatmap(encoder["token"], tokens, t("emb.tokens"), dims, peak),
+            "position": vectors_heatmap(encoder["position"], tokens, t("emb.positions_sentence"),
+                                        dims, peak),
+            "sum": vectors_heatmap(encoder["sum"], tokens, t("emb.sum"), dims, peak),
+            "norms": norm_bars(tokens, norms),
+            "table": vectors_heatmap(table["table"], positions,
+                                     t("emb.pe_heatmap", n=len(positions)), dims, 1.0, 420),
+            "cosine": similarity_heatmap(table["cosine"], "", position),
+            "offset": similarity_by_offset(table["cosine"], [0, 10, 20], t("emb.offset"),
+                                           t("emb.offset_axis"), t("emb.offset_name")),
+            "projection": projection_figure(trace.projection, stages),
+        },
+    }
+
+
+def positional_encoding(translator: Translator, positions: int) -> dict:
+    """The model's own sinusoidal table for the first ``positions`` positions, and the cosine
+    similarity between every pair of positions (run on the engine's model thread)."""
+    positions = max(1, min(positions, MAX_POSITIONS_SHOWN, translator.config.max_positions))
+    table = translator.model.src_embedding.positions[:positions]  # (P, D)
+    unit = table / table.norm(dim=-1, keepdim=True)
+    return {
+        "d_model": translator.config.d_model,
+        "table": _rounded(table.tolist(), 4),
+        "cosine": _rounded((unit @ unit.T).tolist(), 4),
+        "norm": round(float(table[0].norm()), 4),  # the same for every position: √(D/2)
+    }
+
+
+def _rounded(rows: list[list[float]], digits: int) -> list[list[float]]:
+    return [[round(v, digits) for v in row] for row in rows]
+
+
+def _norm(vector: list[float]) -> float:
+    return math.sqrt(sum(v * v for v in vector))
+
+
+# -- figures --------------------------------------------------------------------------------------
+
+
+def vectors_heatmap(
+    matrix: list[list[float]], row_labels: list[str], heading: str, dims_label: str = "dimension",
+    zmax: float | None = None, height: int | None = None,
+) -> dict:
+    """Rows of vectors (tokens × dimensions or positions × dimensions) on a diverging scale."""
+    peak = zmax or max((abs(v) for row in matrix for v in row), default=1.0) or 1.0
+    many = len(row_labels) > 40
+    heatmap = {
+        "type": "heatmap",
+        "z": matrix,
+        "x": list(range(len(matrix[0]) if matrix else 0)),
+        "y": list(range(len(matrix))) if many else unique_labels(row_labels),
+        "customdata": [[label] * len(row) for label, row in zip(row_labels, matrix, strict=True)],
+        "colorscale": DIVERGING,
+        "reversescale": True,
+        "zmid": 0, "zmin": -peak, "zmax": peak,
+        "hovertemplate": f"%{{customdata}} · {dims_label} %{{x}}: %{{z:.3f}}<extra></extra>",
+    }
+    yaxis = ({"title": {"text": ""}, "autorange": "reversed", "automargin": True}
+             if many else category_axis(reverse=True))
+    layout = base_layout(heading, height or max(240, min(560, 110 + 20 * len(row_labels))),
+                         xaxis=plain_axis(dims_label), yaxis=yaxis)
+    return {"data": [heatmap], "layout": layout}
+
+
+def similarity_heatmap(matrix: list[list[float]], heading: str, axis_label: str = "position") -> dict:
+    """Cosine similarity between every pair of positions (−1 … 1)."""
+    heatmap = {
+        "type": "heatmap",
+        "z": matrix,
+        "x": list(range(len(matrix))),
+        "y": list(range(len(matrix))),
+        "colorscale": ATTENTION_SCALE,
+        "zmin": -1, "zmax": 1,
+        "hovertemplate": f"{axis_label} %{{y}} · {axis_label} %{{x}}: %{{z:.3f}}<extra></extra>",
+    }
+    layout = base_layout(heading, 420, xaxis=plain_axis(axis_label),
+                         yaxis=plain_axis(axis_label, autorange="reversed", scaleanchor="x"))
+    return {"data": [heatmap], "layout": layout}
+
+
+def similarity_by_offset(matrix: list[list[float]], anchors: list[int], heading: str,
+                         offset_label: str = "offset k", name: str = "from position {p}") -> dict:
+    """cos(PE[p], PE[p+k]) against k for a few starting positions p: the curves coincide."""
+    data = []
+    for colour, p in zip(STAGE_COLOURS[1:], anchors, strict=False):
+        ks = list(range(0, len(matrix) - p))
+        data.append({
+            "type": "scatter", "mode": "lines", "name": name.format(p=p),
+            "x": ks, "y": [matrix[p][p + k] for k in ks],
+            "line": {"color": colour, "width": 2},
+            "hovertemplate": f"p={p}, k=%{{x}}: %{{y:.3f}}<extra></extra>",
+        })
+    layout = base_layout(heading, 300, xaxis={"title": {"text": offset_label}},
+                         yaxis={"title": {"text": "cos"}, "range": [-1.05, 1.05]},
+                         legend={**LEGEND_TOP, "y": 1.12})
+    return {"data": data, "layout": layout}
+
+
+def norm_bars(tokens: list[str], series: dict[str, list[float]], heading: str = "") -> dict:
+    """Vector lengths per token: raw embedding, after ×√d_model, the positional part, the sum."""
+    data = [
+        {"type": "bar", "name": name, "x": unique_labels(tokens), "y": values,
+         "marker": {"color": colour}, "customdata": tokens,
+         "hovertemplate": f"%{{customdata}} · {name}: %{{y:.3f}}<extra></extra>"}
+        for (name, values), colour in zip(series.items(), STAGE_COLOURS, strict=False)
+    ]
+    layout = base_layout(heading, 300, barmode="group", xaxis=category_axis(),
+                         yaxis={"title": {"text": "‖v‖"}}, legend=LEGEND_TOP)
+    return {"data": data, "layout": layout}
+def projection_figure(projection: dict, stage_names: list[str], heading: str = "") -> dict:
+    """Small multiples: the sentence's token vectors in 2-D at the input and after each layer."""
+    tokens, points = projection["tokens"], projection["points"]
+    panels = len(points)
+    xs = [x for stage in points for x, _ in stage]
+    ys = [y for stage in points for _, y in stage]
+    pad_x = (max(xs) - min(xs)) * 0.15 or 1.0
+    pad_y = (max(ys) - min(ys)) * 0.15 or 1.0
+    x_range = [min(xs) - pad_x, max(xs) + pad_x]
+    y_range = [min(ys) - pad_y, max(ys) + pad_y]
+    gap = 0.03
+    width = (1 - gap * (panels - 1)) / panels
+    data, layout_axes, annotations = [], {}, []
+    for index, (stage, name) in enumerate(zip(points, stage_names, strict=True)):
+        suffix = "" if index == 0 else str(index + 1)
+        data.append({
+            "type": "scatter", "mode": "markers+text", "name": name,
+            "x": [p[0] for p in stage], "y": [p[1] for p in stage],
+            "text": tokens, "textposition": "top center", "textfont": {"size": 10},
+            "marker": {"size": 8, "color": STAGE_COLOURS[index % len(STAGE_COLOURS)]},
+            "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
+            "hovertemplate": f"{name} · %{{text}}<extra></extra>",
+        })
+        start = index * (width + gap)
+        layout_axes[f"xaxis{suffix}"] = {
+            "domain": [start, start + width], "range": x_range, "showticklabels": False,
+            "zeroline": False, "showgrid": True, "anchor": f"y{suffix}",
+        }
+        layout_axes[f"yaxis{suffix}"] = {
+            "range": y_range, "showticklabels": False, "zeroline": False, "showgrid": True,
+            "anchor": f"x{suffix}",
+        }
+        annotations.append({"text": name, "x": start + width / 2, "y": 1.0, "xref": "paper",
+                            "yref": "paper", "yanchor": "bottom", "showarrow": False})
+    layout = base_layout(heading, 340, showlegend=False, annotations=annotations, **layout_axes)
+    layout["margin"] = {"l": 10, "r": 10, "t": 40, "b": 10}
+    return {"data": data, "layout": layout}
+

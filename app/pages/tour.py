@@ -1,0 +1,39 @@
+"""/tour — a guided walk through every page on the reader's sentence, one live figure per stop
+(static/js/tour.js asks the stop's own JSON route, which reads the same cached trace)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+
+from app.deps import LanguageDep
+from app.layout import render_page
+
+router = APIRouter(include_in_schema=False)
+
+# The stops, in the documents' order: (path, pipeline stages highlighted, i18n key prefix).
+TOUR = [
+    ("/", "all", "tour.pipeline"),
+    ("/tokens", "tokens", "tour.tokens"),
+    ("/embeddings", "embedding", "tour.embeddings"),
+    ("/attention", "encoder", "tour.attention"),
+    ("/coreference", "encoder", "tour.coreference"),
+    ("/training", "loss", "tour.training"),
+    ("/decode", "decoder output", "tour.decode"),
+    ("/kv-cache", "decoder", "tour.kv"),
+    ("/scale", "all", "tour.scale"),
+]
+PIPELINE_STAGES = ["tokens", "embedding", "encoder", "decoder", "output", "loss"]
+
+
+@router.get("/tour", response_class=HTMLResponse)
+def page(request: Request, lang: LanguageDep,
+         step: Annotated[str, Query(max_length=4)] = "0") -> HTMLResponse:
+    """One stop of the guided tour; an out-of-range ``step`` shows the nearest stop."""
+    last = len(TOUR) - 1
+    step = min(last, max(0, int(step))) if step.isdigit() else 0
+    path, stage, key = TOUR[step]
+    return render_page(request, "tour", lang, step=step, steps=TOUR, tour_path=path,
+                       tour_stage=stage, tour_key=key, stages=PIPELINE_STAGES)

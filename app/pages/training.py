@@ -1,0 +1,247 @@
+"""/training — how the shipped model was trained (loss, learning-rate schedule, gradient norm,
+BLEU per epoch, from history.json), and the teacher-forced loss and gradient of a pair the
+reader types."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import asdict
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import HTMLResponse
+from pydantic import Field, field_validator
+
+from app.api import timed
+from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
+from app.layout import render_page
+from app.plots import (
+    BLUE,
+    GREEN,
+    GREY,
+    LEGEND_TOP,
+    ORANGE,
+    TWO_AXES_MARGIN,
+    VERMILION,
+    base_layout,
+    category_axis,
+    unique_labels,
+)
+from app.schemas import ERRORS, MAX_TEXT_CHARS, Strict, TranslateRequest
+from model.schedule import noam_lr
+
+router = APIRouter()
+PageText = page_text("training")
+SCHEDULE_POINTS = 200
+MAX_REFERENCE_CHARS = 200
+CHINESE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+class ScoreRequest(Strict):
+    """A sentence pair to score with teacher forcing (one backward pass, no update)."""
+
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS,
+                      examples=["The cat sits on the mat."],
+                      description=f"English source, 1–{MAX_TEXT_CHARS} characters")
+    reference: str = Field(min_length=1, max_length=MAX_REFERENCE_CHARS,
+                           examples=["猫坐在垫子上。"],
+                           description=f"Chinese reference, 1–{MAX_REFERENCE_CHARS} characters, "
+                                       "with at least one Chinese character")
+
+    @field_validator("text")
+    @classmethod
+    def english_text(cls, text: str) -> str:
+        return TranslateRequest.english_text(text)
+
+    @field_validator("reference")
+    @classmethod
+    def chinese_reference(cls, reference: str) -> str:
+        reference = unicodedata.normalize("NFC", reference).strip()
+        if not CHINESE.search(reference):
+            raise ValueError("reference must contain Chinese characters: it is the translation "
+                             "the model is scored against")
+        return reference
+
+
+# -- routes ---------------------------------------------------------------------------------------
+
+
+@router.get("/training", response_class=HTMLResponse, include_in_schema=False)
+def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTMLResponse:
+    settings = translator.history.get("settings", {})
+    return render_page(request, "training", lang,
+                       reference=request.query_params.get("reference", "")[:200],
+                       clip=settings.get("clip", 1.0), warmup=settings.get("warmup", 1500))
+
+
+@router.post("/api/score", responses=ERRORS, tags=["model"])
+def score(request: ScoreRequest, engine: EngineDep, translator: TranslatorDep, t: PageText,
+          response: Response) -> dict:
+    """Teacher-forced loss of (text, reference): per-position label probability and
+    cross-entropy, the loss, and the gradient norm before and after clipping (no update).
+
+    The model is in evaluation mode (dropout off), so the gradient is the same on every call;
+    ``dropout`` says so, and the page says it in words."""
+    settings = translator.history.get("settings", {})
+    result, score_ms = engine.run(
+        translator.score, request.text, request.reference,
+        label_smoothing=float(settings.get("label_smoothing", 0.1)),
+        clip=float(settings.get("clip", 1.0)),
+    )
+    trace, model_ms = engine.trace(TranslateRequest(text=request.text))
+    data = asdict(result)
+    timed(response, score_ms + model_ms)
+    return {
+        **data,
+        "text": request.text,
+        "reference": request.reference,
+        "dropout": False,
+        "greedy": trace.target_tokens + (["<eos>"] if trace.finished else []),
+        "greedy_translation": trace.translation,
+        "figures": {"positions": score_figure(data, (t("training.prob"), t("training.ce")))},
+    }
+
+
+@router.get("/api/training", tags=["model"])
+def training_history(translator: TranslatorDep, t: PageText) -> dict:
+    """This model's warmup schedule and its real training curves (from history.json)."""
+    history = translator.history
+    settings = history.get("settings", {})
+    d = translator.config.d_model
+    warmup = int(settings.get("warmup", 1500))
+    factor = float(settings.get("lr_factor", 1.0))
+    steps = history.get("steps", [])
+    epochs = history.get("epochs", [])
+    last_step = max([s["step"] for s in steps] + [e.get("step", 0) for e in epochs]
+                    + [warmup * 4])
+    stride = max(1, last_step // SCHEDULE_POINTS)
+    curve_steps = list(range(1, last_step + 1, stride))
+    # the training loop logs the rate used for step s, which LambdaLR computed as noam_lr(s)
+    curve_lr = [noam_lr(s, d, warmup, factor) for s in curve_steps]
+    step = t("common.step")
+    names = t("training.schedule_names").split("|")
+    return {
+        "d_model": d,
+        "warmup": warmup,
+        "lr_factor": factor,
+        "peak_lr": noam_lr(warmup, d, warmup, factor),
+        "settings": settings,
+        "final": history.get("final"),
+        "epochs": epochs,
+        "has_history": bool(steps or epochs),
+        "figures": {
+            "schedule": lr_schedule_figure(
+                curve_steps, curve_lr, [s["step"] for s in steps], [s["lr"] for s in steps],
+                warmup, (*names, t("training.lr"), step)),
+            "curves": training_curves(steps, {
+                "loss": t("training.loss_name"), "grad_norm": t("training.grad_name"),
+                "step": step, "clip": str(settings.get("clip", 1.0))}) if steps else None,
+            "epochs": epoch_curves(epochs, {
+                "train_loss": t("training.train_loss"), "epoch": t("training.epoch")})
+            if epochs else None,
+        },
+    }
+
+
+# -- figures --------------------------------------------------------------------------------------
+def score_figure(score: dict, titles: tuple[str, str]) -> dict:
+    """Per position: p(right label) on the left axis, its cross-entropy −log p on the right."""
+    labels = [f"{i} → {lab}" for i, lab in zip(score["decoder_input"], score["labels"],
+                                                 strict=True)]
+    x = unique_labels(labels)
+    data = [
+        {"type": "bar", "name": titles[0], "x": x, "y": score["label_prob"],
+         "marker": {"color": BLUE}, "customdata": labels, "offsetgroup": "p",
+         "hovertemplate": "%{customdata}<br>p = %{y:.4f}<extra></extra>"},
+        {"type": "bar", "name": titles[1], "x": x, "y": score["cross_entropy"], "yaxis": "y2",
+         "marker": {"color": ORANGE}, "customdata": labels, "offsetgroup": "ce",
+         "hovertemplate": "%{customdata}<br>−log p = %{y:.3f}<extra></extra>"},
+    ]
+    layout = base_layout(
+        "", 320, barmode="group",
+        xaxis=category_axis(tickangle=-45),
+        yaxis={"title": {"text": titles[0]}, "range": [0, 1]},
+        yaxis2={"title": {"text": titles[1]}, "overlaying": "y", "side": "right",
+                "rangemode": "tozero", "showgrid": False},
+        legend=LEGEND_TOP,
+        margin=TWO_AXES_MARGIN,
+    )
+    return {"data": data, "layout": layout}
+
+
+def lr_schedule_figure(
+    curve_steps: list[int], curve_lr: list[float], logged_steps: list[int], logged_lr: list[float],
+    warmup: int, names: tuple[str, ...] = ("schedule", "logged", "warmup", "lr", "step"),
+) -> dict:
+    """The warmup schedule as a line, the learning rates logged during training as dots."""
+    data = [
+        {"type": "scatter", "mode": "lines", "name": names[0], "x": curve_steps, "y": curve_lr,
+         "line": {"color": BLUE, "width": 2},
+         "hovertemplate": f"{names[4]} %{{x}}: %{{y:.2e}}<extra></extra>"},
+    ]
+    if logged_steps:
+        data.append({"type": "scatter", "mode": "markers", "name": names[1], "x": logged_steps,
+                     "y": logged_lr, "marker": {"color": ORANGE, "size": 5},
+                     "hovertemplate": f"{names[4]} %{{x}}: %{{y:.2e}}<extra></extra>"})
+    peak = max(curve_lr) if curve_lr else 0
+    layout = base_layout(
+        "", 300, xaxis={"title": {"text": names[4]}},
+        yaxis={"title": {"text": names[3]}, "exponentformat": "e"},
+        shapes=[{"type": "line", "x0": warmup, "x1": warmup, "y0": 0, "y1": peak,
+                 "line": {"color": GREY, "dash": "dot"}}],
+        annotations=[{"text": f"{names[2]} = {warmup}", "x": warmup, "y": peak, "showarrow": False,
+                      "yanchor": "bottom", "font": {"color": "#555"}}],
+        legend=LEGEND_TOP,
+    )
+    return {"data": data, "layout": layout}
+
+
+def training_curves(steps: list[dict], names: dict[str, str]) -> dict:
+    """Loss and gradient norm (before clipping) over training steps, two stacked panels."""
+    x = [s["step"] for s in steps]
+    step_hover = f"{names.get('step', 'step')} %{{x}}: %{{y:.3f}}<extra></extra>"
+    data = [
+        {"type": "scatter", "mode": "lines", "name": names["loss"], "x": x,
+         "y": [s["loss"] for s in steps], "line": {"color": BLUE}, "xaxis": "x", "yaxis": "y",
+         "hovertemplate": step_hover},
+        {"type": "scatter", "mode": "lines", "name": names["grad_norm"], "x": x,
+         "y": [s["grad_norm"] for s in steps], "line": {"color": VERMILION}, "xaxis": "x2",
+         "yaxis": "y2", "hovertemplate": step_hover},
+    ]
+    layout = base_layout(
+        "", 420,
+        xaxis={"domain": [0, 1], "anchor": "y", "showticklabels": False},
+        yaxis={"domain": [0.55, 1], "title": {"text": names["loss"]}},
+        xaxis2={"domain": [0, 1], "anchor": "y2", "title": {"text": names.get("step", "step")},
+                "matches": "x"},
+        yaxis2={"domain": [0, 0.45], "title": {"text": names["grad_norm"]}},
+        legend={**LEGEND_TOP, "y": 1.1},
+    )
+    if "clip" in names:
+        layout["shapes"] = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y2",
+                             "y0": float(names["clip"]), "y1": float(names["clip"]),
+                             "line": {"color": GREY, "dash": "dot"}}]
+    return {"data": data, "layout": layout}
+
+
+def epoch_curves(epochs: list[dict], names: dict[str, str]) -> dict:
+    """Dev BLEU and chrF after every epoch (greedy decoding of the dev set)."""
+    x = [e["epoch"] for e in epochs]
+    data = [
+        {"type": "scatter", "mode": "lines+markers", "name": "BLEU", "x": x,
+         "y": [e.get("dev_bleu") for e in epochs], "line": {"color": BLUE}},
+        {"type": "scatter", "mode": "lines+markers", "name": "chrF", "x": x,
+         "y": [e.get("dev_chrf") for e in epochs], "line": {"color": GREEN}},
+        {"type": "scatter", "mode": "lines+markers", "name": names["train_loss"], "x": x,
+         "y": [e.get("train_loss") for e in epochs], "line": {"color": ORANGE, "dash": "dot"},
+         "yaxis": "y2"},
+    ]
+    layout = base_layout(
+        "", 300, xaxis={"title": {"text": names["epoch"]}, "dtick": 1 if len(x) <= 30 else None},
+        yaxis={"title": {"text": "BLEU / chrF"}, "rangemode": "tozero"},
+        yaxis2={"title": {"text": names["train_loss"]}, "overlaying": "y", "side": "right",
+                "showgrid": False, "rangemode": "tozero"},
+        legend=LEGEND_TOP,
+        margin=TWO_AXES_MARGIN,
+    )
+    return {"data": data, "layout": layout}

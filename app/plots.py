@@ -1,0 +1,91 @@
+"""Shared Plotly primitives: colours, axes, the layout every figure starts from, the attention
+heatmap. Pure functions: plain data in, a Plotly figure dict out (the JSON plotly.js draws); no I/O,
+no model, no plotly import. Each page's own figures live in ``app/pages/<page>.py``."""
+
+from __future__ import annotations
+
+# Okabe–Ito colours: distinguishable with colour-vision deficiency.
+BLUE, ORANGE, GREY = "#0072B2", "#E69F00", "#999999"
+GREEN, VERMILION, PURPLE = "#009E73", "#D55E00", "#CC79A7"
+STAGE_COLOURS = [GREY, BLUE, ORANGE, GREEN, VERMILION, PURPLE]
+ATTENTION_SCALE = "Cividis"  # perceptually uniform and readable with colour-vision deficiency
+DIVERGING = "RdBu"
+FONT = {"family": "system-ui, 'WenQuanYi Micro Hei', 'Noto Sans CJK SC', sans-serif", "size": 12}
+TWO_AXES_MARGIN = {"l": 60, "r": 80, "t": 40, "b": 50}  # room for a right-hand axis and its title
+LEGEND_TOP = {"orientation": "h", "y": 1.15, "x": 1, "xanchor": "right"}
+
+
+def unique_labels(tokens: list[str]) -> list[str]:
+    """Tokens made distinct with invisible zero-width spaces, so Plotly keeps one row per position
+    even when a sentence repeats a token (``the … the``) and hover still shows the plain token."""
+    seen: dict[str, int] = {}
+    labels = []
+    for token in tokens:
+        count = seen.get(token, 0)
+        seen[token] = count + 1
+        labels.append(token + "\u200b" * count)
+    return labels
+
+
+def title(text: str) -> dict:
+    return {"text": text}
+
+
+def category_axis(label: str = "", reverse: bool = False, **extra) -> dict:
+    axis = {"type": "category", "title": title(label), "automargin": True,
+            "showgrid": False, "zeroline": False, **extra}
+    if reverse:
+        axis["autorange"] = "reversed"
+    return axis
+
+
+def plain_axis(label: str = "", **extra) -> dict:
+    """A numeric axis without grid or zero line (heatmaps)."""
+    return {"title": title(label), "showgrid": False, "zeroline": False, **extra}
+
+
+def base_layout(heading: str = "", height: int = 320, **extra) -> dict:
+    layout = {
+        "title": {"text": heading, "font": {"size": 14}},
+        "height": height,
+        "margin": {"l": 60, "r": 20, "t": 40 if heading else 16, "b": 50},
+        "font": FONT,
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+    }
+    layout.update(extra)
+    return layout
+
+
+def figure(data: list[dict], layout: dict) -> dict:
+    return {"data": data, "layout": layout}
+
+
+def attention_heatmap(
+    weights: list[list[float]],
+    query_tokens: list[str],
+    key_tokens: list[str],
+    heading: str = "",
+    labels: tuple[str, str] = ("query", "key"),
+) -> dict:
+    """One head's [query][key] matrix: rows are queries, columns keys, hover shows the weight."""
+    heatmap = {
+        "type": "heatmap",
+        "z": weights,
+        "x": unique_labels(key_tokens),
+        "y": unique_labels(query_tokens),
+        "colorscale": ATTENTION_SCALE,
+        "zmin": 0,
+        "zmax": 1,
+        "hovertemplate": "%{y} → %{x}<br>%{z:.4f}<extra></extra>",
+        "xgap": 1,
+        "ygap": 1,
+    }
+    height = max(300, min(640, 120 + 28 * len(query_tokens)))
+    layout = base_layout(
+        heading,
+        height,
+        xaxis=category_axis(labels[1], tickangle=-45),
+        yaxis=category_axis(labels[0], reverse=True),
+    )
+    return figure([heatmap], layout)

@@ -1,0 +1,38 @@
+"""Checks shared by the web tests."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+
+def field_of(response) -> str:
+    """The field a 422 names first."""
+    assert response.status_code == 422, response.text
+    return response.json()["errors"][0]["field"]
+
+
+def figures_in(value, path: str = "") -> list[tuple[str, dict]]:
+    """Every Plotly figure dict (``{"data": [...], "layout": {...}}``) inside a JSON answer."""
+    found = []
+    if isinstance(value, dict):
+        if isinstance(value.get("data"), list) and isinstance(value.get("layout"), dict):
+            found.append((path, value))
+        for key, item in value.items():
+            found += figures_in(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += figures_in(item, f"{path}[{index}]")
+    return found
+
+
+def assert_valid_figures(answer, at_least: int = 1) -> list[tuple[str, dict]]:
+    """Every figure in ``answer`` is one Plotly accepts: go.Figure validates each trace type and
+    each layout property, and raises on anything unknown or out of range."""
+    figures = figures_in(answer)
+    assert len(figures) >= at_least, "no figure in the answer"
+    for path, figure in figures:
+        try:
+            go.Figure(figure)
+        except ValueError as error:  # plotly's validation error names the bad property
+            raise AssertionError(f"{path} is not a valid Plotly figure: {error}") from error
+    return figures

@@ -1,0 +1,86 @@
+"""/coreference: heads ranked by the weight the pronoun puts on its referent, measured."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.pages import coreference as figs
+from app.pages.coreference import locate, rank_heads, words
+from tests.app.checks import field_of
+
+WOMAN = "The woman said that she was tired."
+
+
+def test_coreference_ranking_is_measured(app_client, tiny_translator):
+    body = app_client.get("/api/coreference", params={
+        "text": WOMAN, "pronoun": "she", "referent": "woman"}).json()
+    layers, heads = tiny_translator.config.n_encoder_layers, tiny_translator.config.n_heads
+    ranking = body["ranking"]
+    assert len(ranking) == layers * heads
+    weights = [entry["weight"] for entry in ranking]
+    assert weights == sorted(weights, reverse=True)
+    assert all(0 <= w <= 1 for w in weights)
+    tokens = body["tokens"]
+    assert tokens[body["pronoun"][0]] == "she"
+    # the same number, read straight from the encoder attention of the trace
+    trace = app_client.post("/api/trace", json={"text": WOMAN}).json()
+    top = ranking[0]
+    row = trace["encoder"][top["layer"]]["self_attention"][top["head"]][body["pronoun"][0]]
+    assert sum(row[k] for k in body["referent"]) == pytest.approx(top["weight"], abs=1e-4)
+    assert body["grid"][top["layer"]][top["head"]] == top["weight"]
+    assert body["uniform"] == pytest.approx(len(body["referent"]) / len(tokens), abs=1e-4)
+    assert body["figures"]["grid"]["data"][0]["type"] == "heatmap"
+
+
+def test_coreference_with_distractor(app_client):
+    body = app_client.get("/api/coreference", params={
+        "text": "The boy kicked the ball and he laughed.", "pronoun": "he", "referent": "boy",
+        "distractor": "ball"}).json()
+    assert all(entry["distractor_weight"] is not None for entry in body["ranking"])
+
+
+@pytest.mark.parametrize(("params", "field"), [
+    ({"text": WOMAN, "pronoun": "he", "referent": "woman"}, "pronoun"),
+    ({"text": WOMAN, "pronoun": "she", "referent": "man"}, "referent"),
+    ({"text": WOMAN, "pronoun": "she!", "referent": "woman"}, "query.pronoun"),
+    ({"text": "x" * 201, "pronoun": "she", "referent": "woman"}, "query.text"),
+])
+def test_coreference_limits(app_client, params, field):
+    assert field_of(app_client.get("/api/coreference", params=params)) == field
+
+
+def test_words_and_locate():
+    tokens = ["the", "wom", "##an", "said", "she", "was", "tired", ".", "<eos>"]
+    assert words(tokens)[1] == ("woman", [1, 2])
+    assert locate(["wom", "##an"], tokens, "referent") == [1, 2]
+    assert locate(["she"], tokens, "pronoun", after=2) == [4]
+    with pytest.raises(ValueError, match="referent"):
+        locate(["man"], tokens, "referent")
+    with pytest.raises(ValueError):
+        locate(["wom"], tokens, "referent")  # only part of a word
+
+
+def test_rank_heads_orders_by_weight():
+    tokens = ["she", "and", "her"]
+    # 1 layer, 2 heads; row 2 ("her") looks at "she" with 0.2 in head 0 and 0.9 in head 1
+    attention = [[[[1, 0, 0], [0, 1, 0], [0.2, 0.3, 0.5]],
+                  [[1, 0, 0], [0, 1, 0], [0.9, 0.05, 0.05]]]]
+    result = rank_heads(attention, tokens, pronoun=[2], referent=[0])
+    assert [(h["layer"], h["head"]) for h in result["ranking"]] == [(0, 1), (0, 0)]
+    assert result["ranking"][0]["referent_rank"] == 1 and result["ranking"][1]["referent_rank"] == 3
+    assert result["ranking"][0]["top_word"] == "she"
+    assert result["uniform"] == pytest.approx(1 / 3, abs=1e-4)
+
+
+def test_coreference_page_defaults_to_an_example(app_client):
+    html = app_client.get("/coreference", params={"text": "I like green tea."}).text
+    assert 'value="The woman said that she was tired."' in html
+    html = app_client.get("/coreference", params={
+        "text": "The boy kicked the ball and he laughed.", "pronoun": "he", "referent": "boy"}).text
+    assert 'value="The boy kicked the ball and he laughed."' in html and 'value="boy"' in html
+
+
+def test_head_grid():
+    grid = figs.head_grid([[0.1, 0.4], [0.3, 0.2]], "", "layer", "head")
+    trace = grid["data"][0]
+    assert trace["x"] == ["head 1", "head 2"] and trace["y"] == ["layer 1", "layer 2"]

@@ -1,0 +1,169 @@
+"""Tokens, embeddings, coreference, training, KV cache, scale and tour in headless Chromium
+against a real server on the tiny checkpoint: figures render, state lives in the URL, no console
+errors, no request leaves localhost."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+
+from tests.e2e.conftest import Watch, shot
+
+pytestmark = pytest.mark.e2e
+CAT = "The cat sits on the mat."
+
+
+def wait_idle(page) -> None:
+    page.wait_for_load_state("networkidle")
+    page.locator("body.busy").wait_for(state="detached")
+
+
+def drawn(page, selector: str) -> bool:
+    return page.locator(f"{selector} .main-svg").count() > 0
+
+
+def test_tokens_batch_and_masks(page, server):
+    page.goto(f"{server}/tokens?text={quote('The dog runs in the park.')}")
+    wait_idle(page)
+    english = page.locator("#english-table").text_content()
+    assert "dog" in english and "<eos>" in english
+    for plot in ("#batch-source", "#batch-decoder", "#batch-labels", "#mask-padding",
+                 "#mask-causal", "#mask-cross"):
+        assert drawn(page, plot), plot
+    assert "padding" in page.locator("#padding-share").text_content()
+    assert page.locator("#mask-row option").count() == 3
+    page.select_option("#mask-row", "1")
+    wait_idle(page)
+    assert parse_qs(urlsplit(page.url).query)["row"] == ["1"]
+    shot(page, "tokens")
+
+
+def test_embeddings_figures(page, server):
+    page.goto(f"{server}/embeddings?text={quote(CAT)}")
+    wait_idle(page)
+    for plot in ("#emb-token", "#emb-position", "#emb-sum", "#emb-norms", "#pe-table",
+                 "#pe-cosine", "#pe-offset", "#projection"):
+        assert drawn(page, plot), plot
+    assert "× √32" in page.locator("#sample-table").text_content()
+    assert page.locator("#projection .textpoint").count() >= 3 * len(CAT.split())
+    shot(page, "embeddings")
+
+
+def test_coreference_ranking(page, server):
+    page.goto(f"{server}/coreference")
+    wait_idle(page)
+    assert drawn(page, "#coref-grid") and drawn(page, "#coref-best")
+    assert page.locator("#coref-ranking tbody tr").count() == 2 * 4  # layers × heads
+    assert "0." in page.locator("#uniform").text_content()
+    page.locator("a.example", has_text="The boy kicked").click()
+    page.wait_for_url(re.compile("pronoun=he"))
+    wait_idle(page)
+    assert page.locator("#coref-referent").input_value() == "boy"
+    headers = page.locator("#coref-ranking thead th").all_text_contents()
+    assert "distractor weight" in headers
+    shot(page, "coreference")
+
+
+def test_training_scores_a_pair(page, server):
+    page.goto(f"{server}/training?text={quote(CAT)}&reference={quote('猫坐在垫子上。')}")
+    wait_idle(page)
+    first_row = page.locator("#shift-table tbody tr").first.locator("th, td").all_text_contents()
+    assert first_row[1:] == ["<bos>", "猫", "坐", "在", "垫", "子", "上", "。"]
+    loss = page.locator("#loss-line").text_content()
+    assert "Mean cross-entropy" in loss
+    assert "clipped to 1" in page.locator("#grad-line").text_content()
+    for plot in ("#score-figure", "#schedule", "#curves", "#epochs"):
+        assert drawn(page, plot), plot
+    page.fill("#reference", "狗在公园里跑。")
+    page.locator("#reference-form button").click()
+    page.wait_for_url(re.compile("reference="))
+    wait_idle(page)
+    assert page.locator("#loss-line").text_content() != loss
+    assert "狗" in parse_qs(urlsplit(page.url).query)["reference"][0]
+    shot(page, "training")
+
+
+def test_kv_cache_race(page, server):
+    page.goto(f"{server}/kv-cache?text={quote(CAT)}&steps=16")
+    wait_idle(page)
+    assert "16 steps" in page.locator("#kv-summary").text_content()
+    assert "exactly the same" in page.locator("#kv-identical").text_content()
+    for plot in ("#kv-timing", "#kv-work", "#kv-grid-cached", "#kv-grid-uncached"):
+        assert drawn(page, plot), plot
+    page.fill("#steps", "24")
+    page.locator("#steps-form button").click()
+    page.wait_for_url(re.compile("steps=24"))
+    wait_idle(page)
+    assert "24 steps" in page.locator("#kv-summary").text_content()
+    shot(page, "kv-cache")
+
+
+def test_scale_calculator(page, server):
+    page.goto(f"{server}/scale")
+    wait_idle(page)
+    assert page.locator("#calc-total").text_content() == "174,604,259,328"  # GPT-3
+    assert drawn(page, "#calc-figure")
+    page.select_option("#preset", "this")
+    wait_idle(page)
+    this_row = page.locator("#gpt-models tr.total td").last.text_content()
+    assert page.locator("#calc-total").text_content() == this_row
+    page.select_option("#preset", "GPT-2")
+    page.fill("#f-layers", "12")
+    page.fill("#f-d_model", "768")
+    page.fill("#f-heads", "12")
+    page.fill("#f-d_ff", "3072")
+    page.locator("#calc-form button[type=submit]").click()
+    page.wait_for_url(re.compile("d_model=768"))
+    wait_idle(page)
+    assert page.locator("#calc-total").text_content() == "124,439,808"  # GPT-2 small
+    page.reload()
+    wait_idle(page)
+    assert page.locator("#calc-total").text_content() == "124,439,808"  # state in the URL
+    shot(page, "scale")
+
+
+def test_tour_walks_through_the_pages(page, server):
+    page.goto(f"{server}/tour?text={quote('I like green tea.')}")
+    wait_idle(page)
+    assert page.locator("#tour-source").text_content() == "I like green tea."
+    page.locator("#tour-next").click()
+    page.wait_for_url(re.compile("step=1"))
+    assert page.locator(".tour-pipeline .stage.current").all_text_contents() == ["Tokens"]
+    wait_idle(page)
+    assert drawn(page, "#tour-preview")
+    page.locator("h1").click()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_url(re.compile("step=2"))
+    wait_idle(page)
+    assert page.locator(".tour-pipeline .stage.current").all_text_contents() == [
+        "Embedding + position"]
+    assert drawn(page, "#tour-preview"), "each stop draws a live figure of the sentence"
+    shot(page, "tour")
+    page.locator("#tour-open").click()
+    page.wait_for_url(re.compile(r"/embeddings\?text=I"))
+    wait_idle(page)
+    assert drawn(page, "#emb-token")
+
+
+def test_pages_in_chinese(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="zh-CN")
+    page = context.new_page()
+    watch = Watch()
+    page.on("console", lambda m: watch.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: watch.errors.append(str(e)))
+    page.on("request", lambda r: watch.urls.append(r.url))
+    try:
+        page.goto(f"{server}/kv-cache?text={quote(CAT)}&steps=8")
+        wait_idle(page)
+        assert page.locator("h1").text_content() == "KV 缓存：为什么要缓存"
+        assert "用缓存" in page.locator("#kv-summary").text_content()
+        page.goto(f"{server}/scale")
+        wait_idle(page)
+        assert page.locator("h1").text_content() == "从这个模型到 GPT-4"
+        assert "估计值" in page.locator("#gpt-models").text_content()
+        shot(page, "scale-zh")
+    finally:
+        context.close()
+    watch.check()
