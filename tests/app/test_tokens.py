@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch
+
 from app.pages import tokens as figs
 from tests.app.checks import assert_valid_figures, field_of
 
@@ -67,3 +69,19 @@ def test_batch_heatmap_shows_tokens_and_ids():
     trace = figure["data"][0]
     assert trace["text"][0][1] == "<pad><br>0"
     assert trace["texttemplate"] == "%{text}" and trace["y"] == ["yours", "sentence 2"]
+
+
+def test_batch_masks_are_the_models_own(tiny_translator):
+    """The page builds its masks in plain Python; they equal what the model computes from the
+    same padded ids with padding_mask / causal_mask / decoder_self_mask."""
+    from model.transformer import causal_mask, decoder_self_mask, padding_mask
+
+    batch = figs.padded_batch(tiny_translator, [CAT, "We are students."],
+                              ["猫坐在垫子上。", "我们是学生。"])
+    src, tgt = torch.tensor(batch["source_ids"]), torch.tensor(batch["decoder_ids"])
+    keys = padding_mask(src)  # (B, 1, 1, S)
+    s_len, t_len = src.size(1), tgt.size(1)
+    assert batch["encoder_mask"] == keys.expand(-1, 1, s_len, s_len)[:, 0].int().tolist()
+    assert batch["cross_mask"] == keys.expand(-1, 1, t_len, s_len)[:, 0].int().tolist()
+    assert batch["decoder_mask"] == decoder_self_mask(tgt)[:, 0].int().tolist()
+    assert batch["causal"] == causal_mask(t_len)[0, 0].int().tolist()

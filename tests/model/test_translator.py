@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model.decoding import DecodingOptions, mask_special
+from model.decoding import DecodingOptions, generate, mask_special
 from model.transformer import BOS_ID
 from model.translator import CheckpointError, InputError, Translator
 
@@ -48,11 +48,32 @@ def test_trace_shapes_and_json(tiny_translator, options):
     assert len(detail["q"]) == T and len(detail["q"][0]) == config.d_head
 
 
-def test_trace_rows_equal_the_step_by_step_decoder(tiny_translator):
-    """The trace's decoder attention equals what the KV-cached decoder computed at each step."""
-    trace = tiny_translator.trace(TEXT, DecodingOptions(max_len=8))
+STRATEGIES = [
+    DecodingOptions(max_len=8),
+    DecodingOptions(strategy="beam", beam_size=3, max_len=8),
+    DecodingOptions(strategy="sample", temperature=1.5, top_k=20, seed=7, max_len=8),
+    DecodingOptions(strategy="sample", temperature=0.7, top_p=0.8, seed=2, max_len=8),
+]
+
+
+@pytest.mark.parametrize("options", STRATEGIES, ids=["greedy", "beam", "sample-top-k", "sample-top-p"])
+def test_trace_rows_equal_the_step_by_step_decoder(tiny_translator, options):
+    """For every strategy, the trace records the tokens decoding chose (an independent call to
+    ``generate`` with the same options), and its probabilities and decoder attention equal what
+    the KV-cached decoder computed at each step of that output."""
+    trace = tiny_translator.trace(TEXT, options)
     model = tiny_translator.model
     src = torch.tensor([trace.source_ids])
+    with torch.inference_mode():
+        decoded = generate(model, src, options)
+    assert trace.target_ids == decoded.tokens and trace.finished == decoded.finished
+    if options.strategy == "beam":
+        chosen = [node for node in trace.beam if node.selected and node.parent >= 0]
+        assert [node.token for node in chosen][: len(trace.target_tokens)] == trace.target_tokens
+    if options.strategy == "sample":  # each sampled token was allowed by top-k / top-p
+        for step in trace.steps:
+            allowed = {c.token: c.sample_prob for c in step.top}
+            assert step.token not in allowed or allowed[step.token] > 0
     with torch.inference_mode():
         memory = model.encode(src)
         cache = model.new_cache()
