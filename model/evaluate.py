@@ -1,82 +1,415 @@
-"""Score the shipped checkpoint on the held-out test sets: ``python -m model.evaluate``.
+"""Score a checkpoint on every held-out test split and the probe set: ``python -m model.evaluate``.
 
-Rebuilds the fixed split from ``--data`` (the same seed as training, so the test sentences never
-entered training), translates the Tatoeba test set and the HSK test set greedily and with beam
-search, and writes BLEU (sacrebleu, tokenize "zh") and chrF to ``eval.json`` beside the weights.
+Rebuilds the splits from ``--data`` with the checkpoint's own training settings (``history.json``:
+seed, test and dev sizes, dictionary), so no test sentence entered its training. Every split in
+``Splits.test_sets()`` (Tatoeba, HSK, captions, TICO-19 health, NTREX news) and the hand-written
+probe set (``model/probe.tsv``, overall and per category) is translated greedily and with beam
+search; BLEU (sacrebleu, ``tokenize="zh"``), chrF and the repetition rate go to ``eval.json``
+beside the weights (or ``--out``), with a few example outputs per split and every probe output.
+The committed test fixture (100 Tatoeba test pairs) is scored too, so a test can tie the
+recorded figures to the shipped weights without the data folder.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import hashlib
 import json
+import logging
 import time
 from pathlib import Path
 
 import torch
+from torch import Tensor
 
-from model.data import load_pairs, split_pairs
-from model.decoding import DecodingOptions, generate
-from model.train import bleu_chrf, translate_batch
+from model.data import Pair, Splits, _english_key, load_pairs, split_pairs, vary_numbers
+from model.decoding import IncrementalDecoder
+from model.tokenizer import ChineseTokenizer, EnglishTokenizer
+from model.train import MAX_SRC_TOKENS, MAX_TGT_TOKENS, bleu_chrf, pad, translate_batch
+from model.transformer import BOS_ID, EOS_ID, Transformer
 from model.translator import DEFAULT_CHECKPOINT, Translator
 
+log = logging.getLogger("model.evaluate")
 
-def beam_translate(translator: Translator, sentences: list[str], beam_size: int) -> list[str]:
-    options = DecodingOptions(strategy="beam", beam_size=beam_size, max_len=80)
-    outputs = []
-    for sentence in sentences:
-        src = torch.tensor([translator.english.encode(sentence)[:64]])
-        outputs.append(translator.chinese.decode(generate(translator.model, src, options).tokens))
-    return outputs
+PROBE_FILE = Path(__file__).parent / "probe.tsv"
+FIXTURE_FILE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout_tatoeba_100.tsv"
+FIXTURE_SIZE = 100
+LENGTH_PENALTY = 0.6  # as DecodingOptions' default, so the figures match what the app shows
+MAX_UNIT = 4  # longest repeated span the repetition measure looks for, in characters
+MIN_REPEATS = 3
+
+
+# -- repetition --------------------------------------------------------------------------------
+
+
+def repeated_runs(text: str) -> set[str]:
+    """Every run in ``text`` of one span of 1–4 characters written 3 or more times in a row.
+
+    A run is returned as its span written three times (``"偷偷偷"``, ``"华华华"``, ``"我的我的我的"``);
+    longer runs contain these, so ``"偷偷偷偷"`` gives ``{"偷偷偷"}`` (and ``"偷偷偷偷偷偷"`` adds
+    ``"偷偷偷偷偷偷"``: the span 偷偷 three times). Only spans with at least one letter or Chinese
+    character count (``str.isalpha``): the 000 of 5000 or a row of dots is not a repetition.
+    """
+    runs = set()
+    for size in range(1, MAX_UNIT + 1):
+        for start in range(len(text) - MIN_REPEATS * size + 1):
+            unit = text[start : start + size]
+            has_letter = any(character.isalpha() for character in unit)
+            if has_letter and text[start : start + MIN_REPEATS * size] == unit * MIN_REPEATS:
+                runs.add(unit * MIN_REPEATS)
+    return runs
+
+
+def is_repetitive(output: str, reference: str) -> bool:
+    """True when ``output`` has a run (see ``repeated_runs``) that ``reference`` does not contain.
+
+    The reference decides what is legitimate: 哈哈哈 counts only when the reference lacks it.
+    """
+    return any(run not in reference for run in repeated_runs(output))
+
+
+def repetition_rate(outputs: list[str], references: list[str]) -> float:
+    """Percent of outputs that are repetitive (``is_repetitive``) against their own reference."""
+    if not outputs:
+        return 0.0
+    flagged = sum(is_repetitive(o, r) for o, r in zip(outputs, references, strict=True))
+    return round(100.0 * flagged / len(outputs), 2)
+
+
+# -- batched beam search -----------------------------------------------------------------------
+
+
+def _length_penalty(length: int, alpha: float) -> float:
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+@torch.inference_mode()
+def beam_batch(
+    model: Transformer, src_ids: Tensor, beam_size: int = 4, max_len: int = MAX_TGT_TOKENS,
+    length_penalty: float = LENGTH_PENALTY,
+) -> list[list[int]]:
+    """Beam search over a padded batch (B, S): per sentence, the same search as ``generate``'s.
+
+    Each sentence keeps its own beam (as in fairseq, an ending counts only if it ranks within the
+    beam; a sentence stops once ``beam_size`` hypotheses have ended). All live hypotheses of all
+    sentences are decoder rows of one batch; a sentence that stops leaves the batch.
+    """
+    model.eval()
+    memory = model.encode(src_ids)  # (B, S, D)
+    decoder = IncrementalDecoder(model, src_ids, memory, use_cache=True)
+    batch = src_ids.size(0)
+    owner = list(range(batch))  # the sentence of each decoder row; a sentence's rows are adjacent
+    prefixes: list[list[int]] = [[] for _ in range(batch)]  # tokens of each row's hypothesis
+    scores = torch.zeros(batch)  # cumulative log-probability of each row
+    created = [0] * batch  # hypotheses made so far per sentence: later wins a tie, as in generate
+    ended: list[list[tuple[float, int, list[int]]]] = [[] for _ in range(batch)]
+    results: list[list[int]] = [[] for _ in range(batch)]
+    logits = decoder.step(torch.full((batch,), BOS_ID, dtype=torch.long))
+    for position in range(max_len):
+        candidates = scores[:, None] + torch.log_softmax(logits, dim=-1)  # (R, V)
+        vocab = candidates.size(-1)
+        rows, tokens, next_scores, next_owner, next_prefixes = [], [], [], [], []
+        start = 0
+        while start < len(owner):
+            sentence = owner[start]
+            end = start
+            while end < len(owner) and owner[end] == sentence:
+                end += 1
+            flat = candidates[start:end].reshape(-1)
+            top_scores, top_index = torch.topk(flat, min(2 * beam_size, flat.numel()))
+            live = []
+            for rank, (score, index) in enumerate(
+                zip(top_scores.tolist(), top_index.tolist(), strict=True)
+            ):
+                if score == float("-inf") or len(live) == beam_size:
+                    break
+                row, token = divmod(index, vocab)
+                if token == EOS_ID and rank >= beam_size:
+                    continue
+                created[sentence] += 1
+                prefix = prefixes[start + row]
+                if token == EOS_ID:
+                    normalised = score / _length_penalty(position, length_penalty)
+                    ended[sentence].append((normalised, created[sentence], prefix))
+                else:
+                    live.append((start + row, token, score, created[sentence], prefix + [token]))
+            if len(ended[sentence]) >= beam_size or not live or position + 1 == max_len:
+                finalists = ended[sentence] or [
+                    (score / _length_penalty(len(prefix), length_penalty), order, prefix)
+                    for _, _, score, order, prefix in live
+                ]
+                results[sentence] = max(finalists, key=lambda item: (item[0], item[1]))[2]
+            else:
+                for row, token, score, _, prefix in live:
+                    rows.append(row)
+                    tokens.append(token)
+                    next_scores.append(score)
+                    next_owner.append(sentence)
+                    next_prefixes.append(prefix)
+            start = end
+        if not rows:
+            break
+        decoder.reorder(torch.tensor(rows))
+        owner, prefixes, scores = next_owner, next_prefixes, torch.tensor(next_scores)
+        logits = decoder.step(torch.tensor(tokens))
+    return results
+
+
+def translate_beam(
+    model: Transformer, english: EnglishTokenizer, chinese: ChineseTokenizer, sentences: list[str],
+    beam_size: int = 4, batch_size: int = 32,
+) -> list[str]:
+    """Beam-search translations of ``sentences``, batched by source length."""
+    encoded = [english.encode(s)[:MAX_SRC_TOKENS] for s in sentences]
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    results: dict[int, str] = {}
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        ids = beam_batch(model, pad([encoded[i] for i in chunk]), beam_size)
+        for index, tokens in zip(chunk, ids, strict=True):
+            results[index] = chinese.decode(tokens)
+    return [results[i] for i in range(len(sentences))]
+
+
+# -- data --------------------------------------------------------------------------------------
+
+
+def read_table(path: Path) -> list[dict[str, str]]:
+    """Rows of a tab-separated file with a header line (the probe set, the test fixture)."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+
+
+def read_fixture(path: Path = FIXTURE_FILE) -> list[Pair]:
+    return [Pair(row["english"], row["chinese"], "tatoeba") for row in read_table(path)]
+
+
+def _spread(count: int, size: int) -> list[int]:
+    """``size`` indices (or all ``count``) spread evenly over ``range(count)``."""
+    kept = min(size, count)
+    return [i * count // kept for i in range(kept)]
+
+
+def fixture_pairs(test: list[Pair], size: int = FIXTURE_SIZE) -> list[Pair]:
+    """``size`` pairs spread evenly over the Tatoeba test split (which runs from short to long)."""
+    return [test[i] for i in _spread(len(test), size)]
+
+
+def write_fixture(pairs: list[Pair], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["english\tchinese"] + [f"{p.english}\t{p.chinese}" for p in pairs]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def split_settings(settings: dict) -> dict:
+    """The training settings that decide the splits, with train.py's defaults where missing."""
+    return {
+        "seed": int(settings.get("seed", 13)),
+        "test_size": int(settings.get("test_size", 1000)),
+        "dev_size": int(settings.get("dev_size", 500)),
+        "dictionary": bool(settings.get("dictionary", False)),
+        # checkpoints from before the wider domains have no "narrow": they saw Tatoeba and HSK only
+        "narrow": bool(settings.get("narrow", True)),
+    }
+
+
+def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
+    """The test splits to report, and the English sentences (as keys) the checkpoint trained on.
+
+    Evaluation always holds out every domain (``wide``); Tatoeba's and HSK's test sets do not
+    depend on it. A checkpoint trained before the wider domains existed has no ``narrow``
+    setting: it saw Tatoeba and HSK only, so every domain is held-out text for it too. The
+    training sentences are rebuilt as training built them (narrow or wide, ``--limit``,
+    ``--vary-numbers``), to count any test sentence that training saw after all.
+    """
+    split = split_settings(settings)
+    sizes = dict(
+        seed=split["seed"], n_test=split["test_size"], n_dev=split["dev_size"],
+        n_test_hsk=min(300, split["test_size"]),
+    )
+    sources = load_pairs(data, use_dictionary=split["dictionary"], wide=True)
+    splits = split_pairs(sources, **sizes)
+    trained = splits
+    if split["narrow"]:
+        narrow = {name: pairs for name, pairs in sources.items() if name in ("tatoeba", "hsk", "cedict")}
+        trained = split_pairs(narrow, **sizes)
+    train = trained.train[: int(settings["limit"])] if settings.get("limit") else trained.train
+    if settings.get("vary_numbers"):
+        train = train + vary_numbers(train, split["seed"])
+    return splits, {_english_key(p.english) for p in train}
+
+
+# -- scoring -----------------------------------------------------------------------------------
+
+
+def _figures(outputs: list[str], references: list[str], seconds: float | None = None) -> dict:
+    bleu, chrf = bleu_chrf(outputs, references)
+    figures = {"bleu": bleu, "chrf": chrf, "repetition_pct": repetition_rate(outputs, references)}
+    if seconds is not None:
+        figures["seconds"] = round(seconds, 1)
+    return figures
+
+
+class Evaluator:
+    """Translates lists of sentences with each decoding (greedy, beam N) and scores them."""
+
+    def __init__(self, translator: Translator, beam_size: int = 4):
+        self.translator = translator
+        self.decodings = ["greedy"] + ([f"beam{beam_size}"] if beam_size > 1 else [])
+        self.beam_size = beam_size
+
+    def translate(self, sources: list[str]) -> dict[str, tuple[list[str], float]]:
+        """Outputs and seconds per decoding."""
+        t = self.translator
+        results = {}
+        for decoding in self.decodings:
+            started = time.perf_counter()
+            if decoding == "greedy":
+                outputs = translate_batch(t.model, t.english, t.chinese, sources)
+            else:
+                outputs = translate_beam(t.model, t.english, t.chinese, sources, self.beam_size)
+            results[decoding] = (outputs, time.perf_counter() - started)
+        return results
+
+    def test_set(self, pairs: list[Pair], seen: set[str], examples: int) -> dict:
+        sources = [p.english for p in pairs]
+        references = [p.chinese for p in pairs]
+        outputs = self.translate(sources)
+        report: dict = {
+            "pairs": len(pairs),
+            "sentences": len({_english_key(s) for s in sources}),
+            "seen_in_training": sum(_english_key(s) in seen for s in sources),
+        }
+        for decoding, (hypotheses, seconds) in outputs.items():
+            report[decoding] = _figures(hypotheses, references, seconds)
+        report["examples"] = [
+            {"english": sources[i], "reference": references[i]}
+            | {decoding: outputs[decoding][0][i] for decoding in self.decodings}
+            for i in _spread(len(pairs), examples)
+        ]
+        return report
+
+    def probe(self, rows: list[dict[str, str]]) -> dict:
+        sources = [r["english"] for r in rows]
+        references = [r["chinese"] for r in rows]
+        outputs = self.translate(sources)
+        report: dict = {"pairs": len(rows)}
+        for decoding, (hypotheses, seconds) in outputs.items():
+            report[decoding] = _figures(hypotheses, references, seconds)
+        categories: dict[str, list[int]] = {}
+        for index, row in enumerate(rows):
+            categories.setdefault(row["category"], []).append(index)
+        report["categories"] = {
+            name: {"pairs": len(indices)}
+            | {
+                decoding: _figures([outputs[decoding][0][i] for i in indices],
+                                   [references[i] for i in indices])
+                for decoding in self.decodings
+            }
+            for name, indices in categories.items()
+        }
+        report["outputs"] = [
+            {"category": row["category"], "english": row["english"], "reference": row["chinese"]}
+            | {decoding: outputs[decoding][0][i] for decoding in self.decodings}
+            for i, row in enumerate(rows)
+        ]
+        return report
+
+
+def fixture_report(translator: Translator, path: Path, tatoeba_test: list[Pair] | None) -> dict:
+    """Greedy BLEU/chrF on the committed fixture, as ``tests/model/test_shipped_quality.py``
+    recomputes them."""
+    pairs = read_fixture(path)
+    outputs = translate_batch(
+        translator.model, translator.english, translator.chinese, [p.english for p in pairs]
+    )
+    bleu, chrf = bleu_chrf(outputs, [p.chinese for p in pairs])
+    report = {"file": path.name, "sha256": file_sha256(path), "pairs": len(pairs),
+              "greedy": {"bleu": bleu, "chrf": chrf}}
+    if tatoeba_test is not None:
+        held_out = {(p.english, p.chinese) for p in tatoeba_test}
+        report["in_tatoeba_test"] = all((p.english, p.chinese) in held_out for p in pairs)
+    return report
+
+
+def evaluate(
+    translator: Translator, splits: Splits, seen: set[str], probe: list[dict[str, str]],
+    fixture: Path | None, beam_size: int = 4, examples: int = 10,
+) -> dict:
+    """The whole report that ``eval.json`` keeps."""
+    evaluator = Evaluator(translator, beam_size)
+    report: dict = {
+        "tokenize": "zh",
+        "decodings": {"greedy": {}} | (
+            {f"beam{beam_size}": {"beam_size": beam_size, "length_penalty": LENGTH_PENALTY}}
+            if beam_size > 1 else {}
+        ),
+        "max_src_tokens": MAX_SRC_TOKENS,
+        "max_tgt_tokens": MAX_TGT_TOKENS,
+        "sets": {},
+    }
+    for name, pairs in splits.test_sets().items():
+        report["sets"][name] = evaluator.test_set(pairs, seen, examples)
+        log.info("%s %s", name, _summary(report["sets"][name]))
+    report["probe"] = evaluator.probe(probe)
+    log.info("probe %s", _summary(report["probe"]))
+    if fixture is not None:
+        report["fixture"] = fixture_report(translator, fixture, splits.test)
+        log.info("fixture %s", report["fixture"])
+    main_set = report["sets"]["tatoeba_test"]
+    best = evaluator.decodings[-1]
+    report["test"] = {"bleu": main_set[best]["bleu"], "chrf": main_set[best]["chrf"],
+                      "decoding": best.replace("beam", "beam ")}
+    return report
+
+
+def _summary(result: dict) -> dict:
+    return {k: v for k, v in result.items() if k not in ("examples", "outputs", "categories")}
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--checkpoint", type=Path, default=DEFAULT_CHECKPOINT)
-    parser.add_argument("--beam", type=int, default=4, help="beam size (0 to skip beam search)")
-    parser.add_argument("--seed", type=int, default=13, help="the split seed used in training")
-    parser.add_argument("--examples", type=int, default=20, help="sample translations to keep")
+    parser.add_argument("--out", type=Path, help="report file (default: eval.json in --checkpoint)")
+    parser.add_argument("--beam", type=int, default=4, help="beam size (1 or less: greedy only)")
+    parser.add_argument("--examples", type=int, default=10, help="example outputs kept per split")
+    parser.add_argument("--probe", type=Path, default=PROBE_FILE)
+    parser.add_argument("--fixture", type=Path, default=FIXTURE_FILE)
+    parser.add_argument("--write-fixture", action="store_true",
+                        help="first (re)write --fixture from the rebuilt Tatoeba test split")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
+    started = time.perf_counter()
     translator = Translator.load(args.checkpoint)
-    seed = int(translator.history.get("settings", {}).get("seed", args.seed))
     settings = translator.history.get("settings", {})
-    splits = split_pairs(
-        load_pairs(args.data, use_dictionary=bool(settings.get("dictionary"))), seed=seed,
-        n_test=int(settings.get("test_size", 1000)), n_dev=int(settings.get("dev_size", 500)),
-        n_test_hsk=min(300, int(settings.get("test_size", 1000))),
-    )
-    report: dict = {"split_seed": seed, "tokenize": "zh", "sets": {}}
-    for name, pairs in (("tatoeba_test", splits.test), ("hsk_test", splits.test_hsk)):
-        sources = [p.english for p in pairs]
-        references = [p.chinese for p in pairs]
-        started = time.time()
-        greedy = translate_batch(translator.model, translator.english, translator.chinese, sources)
-        bleu, chrf = bleu_chrf(greedy, references)
-        result = {"pairs": len(pairs), "greedy": {"bleu": bleu, "chrf": chrf,
-                                                   "seconds": round(time.time() - started, 1)}}
-        best = greedy
-        if args.beam > 1:
-            started = time.time()
-            beamed = beam_translate(translator, sources, args.beam)
-            bleu_b, chrf_b = bleu_chrf(beamed, references)
-            result[f"beam{args.beam}"] = {"bleu": bleu_b, "chrf": chrf_b,
-                                          "seconds": round(time.time() - started, 1)}
-            best = beamed
-        result["examples"] = [
-            {"english": s, "reference": r, "greedy": g, "output": b}
-            for s, r, g, b in list(zip(sources, references, greedy, best, strict=True))[
-                : args.examples
-            ]
-        ]
-        report["sets"][name] = result
-        print(name, {k: v for k, v in result.items() if k != "examples"}, flush=True)
-    main_set = report["sets"]["tatoeba_test"]
-    report["test"] = main_set.get(f"beam{args.beam}", main_set["greedy"])
-    report["test"]["decoding"] = f"beam {args.beam}" if args.beam > 1 else "greedy"
-    path = args.checkpoint / "eval.json"
-    path.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {path}")
+    splits, seen = rebuild_splits(args.data, settings)
+    if args.write_fixture:
+        write_fixture(fixture_pairs(splits.test), args.fixture)
+        log.info("wrote %s", args.fixture)
+    fixture = args.fixture if args.fixture.is_file() else None
+    if fixture is None:
+        log.warning("no fixture at %s: eval.json gets no 'fixture' figures", args.fixture)
+    report = {
+        "checkpoint": str(args.checkpoint),
+        "split": split_settings(settings),
+    }
+    report |= evaluate(translator, splits, seen, read_table(args.probe), fixture, args.beam,
+                       args.examples)
+    report["minutes"] = round((time.perf_counter() - started) / 60, 2)
+    out = args.out or args.checkpoint / "eval.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    log.info("wrote %s (%.1f min)", out, report["minutes"])
 
 
 if __name__ == "__main__":
