@@ -201,14 +201,15 @@
       head.tabIndex = -1;
       head.setAttribute("aria-disabled", "true");
     }
-    node.append(head);
     if (row.type === "attention") {
-      const links = el("p", null, "xr-links");
-      const heat = el("a", `${t("xray.heatmap")} ↗`);
+      const line = el("div", null, "xr-headline");
+      const heat = el("a", `${t("xray.heatmap")} ↗`, "xr-heat");
       heat.dataset.kind = row.kind;
-      links.append(heat);
-      node.append(links);
+      line.append(head, heat);
+      node.append(line);
       row.heatLink = heat;
+    } else {
+      node.append(head);
     }
     if (row.type === "tokens") {
       row.lanesBox = el("div", null, "xr-lanes");
@@ -248,7 +249,7 @@
   }
 
   function figHeight(row) {
-    if (row.type === "attention") return (row.kind === "cross" ? MEMORY_H + 4 : 0) + LINES_H + STRIP_H + 4;
+    if (row.type === "attention") return (row.kind === "cross" ? MEMORY_H + 14 : 0) + LINES_H + STRIP_H + 4;
     if (row.type === "output") return TOP_BARS * 15 + 6;
     return STRIP_H + 4;
   }
@@ -379,14 +380,16 @@
         fill: "none", stroke: "#e69f00", "stroke-width": 2, rx: 3 }));
     }
     if (row.type === "attention") group.push(...attentionLines(row, frame, visible, focus));
+    if (row.kind === "cross") group.push(...memoryLabels(row));
     if (row.side === "decoder") {
       const from = Math.min(visible, n);
       if (from < n) {
-        const hide = svg("rect", { x: x(from) - w / 2, y: 0, width: row.width - (x(from) - w / 2), height,
-          fill: "#fff", opacity: 0.88 });
+        const top = row.type === "attention" ? row.stripY - 2 : 0;
+        const hide = svg("rect", { x: x(from) - w / 2, y: top, width: row.width - (x(from) - w / 2),
+          height: height - top, fill: "#fff", opacity: 0.88 });
         group.push(hide);
-        if (row.width - x(from) > 60) {
-          group.push(svg("text", { x: x(from) - w / 2 + 4, y: height - 4, "font-size": 10, fill: "#888" }, t("xray.not_yet")));
+        if (row.block === "embedding" && row.width - x(from) > 80) {
+          group.push(svg("text", { x: x(from) - w / 2 + 4, y: height - 5, "font-size": 10, fill: "#777" }, t("xray.not_yet")));
         }
       }
     }
@@ -401,7 +404,7 @@
     const keys = row.kind === "cross" ? S.trace.source_tokens.length : queries;
     const q = lanes(row.width, queries);
     const k = lanes(row.width, keys);
-    const top = row.kind === "cross" ? MEMORY_H : 0;
+    const top = row.kind === "cross" ? MEMORY_H + 14 : 0;
     const bottom = row.stripY - 1;
     const mid = (top + bottom) / 2;
     const colour = COLOURS[row.kind];
@@ -428,6 +431,17 @@
       }
     }
     return out;
+  }
+
+  function memoryLabels(row) {
+    const tokens = S.trace.source_tokens;
+    const { w, x } = lanes(row.width, tokens.length);
+    if (w < 26) return [];
+    return tokens.map((token, i) => {
+      const label = svg("text", { x: x(i), y: MEMORY_H + 11, "text-anchor": "middle", "font-size": 9.5,
+        fill: "#2f6f5a" }, token.length > w / 6 ? `${token.slice(0, Math.max(1, Math.floor(w / 6) - 1))}…` : token);
+      return label;
+    });
   }
 
   function stepTop(stepIndex, count) {
@@ -1257,6 +1271,7 @@
   }
 
   async function reload() {
+    document.body.dataset.xray = "loading";
     S.playing = false;
     clearTimeout(S.timer);
     ITT.clearError();
@@ -1290,6 +1305,7 @@
     drawCompare();
     drawBeam();
     document.body.dataset.xray = "ready";
+    requestAnimationFrame(() => { document.body.dataset.xrayDrawnMs = String(Math.round(performance.now())); });
   }
 
   function stickyOffset() {

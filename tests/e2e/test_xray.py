@@ -1,0 +1,463 @@
+"""The x-ray (/xray) in headless Chromium against a real server on the shipped checkpoint, plus its
+two JSON endpoints: every number the page shows is checked against the API's own trace."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import ARTIFACTS, ROOT, free_port, shot
+
+pytestmark = pytest.mark.e2e
+SEED = "The cat sits on the mat."
+ENC_SUBS = 6
+DEC_SUBS = 7
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The app on the shipped checkpoint (the seed sentence translates into real Chinese)."""
+    port = free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = ARTIFACTS / "xray-server.log"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ITT_ACCESS_LOG": "false"}
+    env.pop("ITT_CHECKPOINT", None)
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port)], cwd=ROOT,
+                                   env=env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"the server did not start; see {log}")
+        time.sleep(0.3)
+    yield url
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def post(server: str, path: str, body: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(f"{server}{path}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def api(server: str, path: str, body: dict) -> dict:
+    status, data = post(server, path, body)
+    assert status == 200, data
+    return data
+
+
+def ready(page) -> None:
+    page.locator("body[data-xray=ready]").wait_for()
+    page.locator("body.busy").wait_for(state="detached")
+
+
+def open_page(page, server: str, query: str = "") -> None:
+    page.goto(f"{server}/xray?text={quote(SEED)}{query}")
+    ready(page)
+
+
+def where(page) -> str:
+    return page.locator("#xr-where").text_content()
+
+
+def frame_of(t: int, sub: int) -> int:
+    return ENC_SUBS + (t - 1) * DEC_SUBS + sub if t else sub
+
+
+def close(a: float, b: float, tol: float) -> bool:
+    return abs(a - b) <= tol
+
+
+def shown_values(panel, step: str) -> list[float]:
+    return json.loads(panel.locator(f'.xr-step[data-step="{step}"] .xr-vals').first
+                      .get_attribute("data-values"))
+
+
+def cell_values(panel, step: str) -> list[float | None]:
+    values = panel.locator(f'.xr-step[data-step="{step}"] .xr-cell').evaluate_all(
+        "cells => cells.map(c => c.dataset.value)")
+    return [None if v == "-inf" else float(v) for v in values]
+
+
+def set_range(page, selector: str, value: float) -> None:
+    """Move a slider the way a drag does: set its value, then fire the input event."""
+    page.locator(selector).evaluate(
+        "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }",
+        str(value))
+
+
+def wait_reloaded(page) -> None:
+    page.locator("body[data-xray=loading]").wait_for(state="detached")
+    ready(page)
+
+
+def open_block(page, key: str):
+    row = page.locator(f'.xr-row[data-key="{key}"]')
+    row.locator("button.xr-head").click()
+    assert row.locator("button.xr-head").get_attribute("aria-expanded") == "true"
+    panel = row.locator(".xr-panel")
+    panel.locator(".xr-step").first.wait_for()
+    page.locator("body.busy").wait_for(state="detached")
+    return panel
+
+
+# -- the JSON endpoints ------------------------------------------------------------------------
+
+
+def test_xray_data_matches_the_trace(server):
+    trace = api(server, "/api/trace", {"text": SEED})
+    data = api(server, "/api/xray", {"text": SEED})
+    with urllib.request.urlopen(f"{server}/api/model") as response:
+        config = json.loads(response.read())["config"]
+    assert len(data["vocab"]) == config["tgt_vocab_size"]
+    assert len(data["logits"]) == len(trace["steps"])
+    assert len(data["encoder"]["stages"]) == 1 + 4 * config["n_encoder_layers"]
+    assert len(data["decoder"]["stages"]) == 1 + 6 * config["n_decoder_layers"]
+    # the strips are the trace's own vectors: the embedding sum and the last Add & Norm
+    for pos, row in enumerate(trace["embeddings"]["encoder"]["sum"]):
+        assert all(close(a, b, 0.006) for a, b in zip(data["encoder"]["values"][0][pos], row))
+    last = trace["decoder"][-1]["add_norm3"]["normed_sample"]
+    for pos, sample in enumerate(last[: len(trace["steps"])]):
+        strip = data["decoder"]["values"][-1][pos]
+        assert all(close(a, b, 0.006) for a, b in zip(strip, sample))
+    # softmax of the shipped logits gives the trace's probabilities
+    for step, logits in zip(trace["steps"], data["logits"]):
+        assert logits[0] is None and logits[1] is None  # <pad>, <bos> can never be produced
+        top = max(x for x in logits if x is not None)
+        total = sum(math.exp(x - top) for x in logits if x is not None)
+        for candidate in step["top"][:5]:
+            prob = math.exp(logits[candidate["id"]] - top) / total
+            assert close(prob, candidate["prob"], 1e-3)
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"text": "x" * 201}, "text"),
+    ({"text": "猫坐在垫子上"}, "text"),
+    ({"text": SEED, "temperature": 0}, "temperature"),
+    ({"text": SEED, "strategy": "magic"}, "strategy"),
+    ({"text": SEED, "forced_prefix": ["not-a-char"]}, "forced_prefix"),
+    ({"text": SEED, "extra": 1}, "extra"),
+])
+def test_xray_data_rejects_bad_input(server, body, field):
+    status, data = post(server, "/api/xray", body)
+    assert status == 422
+    assert field in data["message"]
+
+
+@pytest.mark.parametrize(("change", "field", "words"), [
+    ({"side": "encoder", "block": "cross_attention"}, "block", "only in the decoder"),
+    ({"side": "encoder", "block": "output"}, "block", "only in the decoder"),
+    ({"layer": 3}, "layer", "between 0 and 2"),
+    ({"layer": 64}, "layer", "less than or equal to 63"),
+    ({"position": 99}, "position", "between 0 and"),
+    ({"position": -1}, "position", "greater than or equal to 0"),
+    ({"block": "softmax"}, "block", "embedding"),
+    ({"side": "middle"}, "side", "encoder"),
+])
+def test_xray_block_limits(server, change, field, words):
+    body = {"text": SEED, "side": "decoder", "block": "ffn", "layer": 0, "position": 0, **change}
+    status, data = post(server, "/api/xray/block", body)
+    assert status == 422, data
+    assert data["message"].startswith(f"{field}:") and words in data["message"], data["message"]
+
+
+def test_xray_block_numbers_are_the_models(server):
+    trace = api(server, "/api/trace", {"text": SEED})
+    base = {"text": SEED}
+    block = api(server, "/api/xray/block", {**base, "side": "decoder", "block": "cross_attention",
+                                             "layer": 2, "position": 2})
+    for head, weights in enumerate(trace["decoder"][2]["cross_attention"]):
+        assert all(close(a, b, 1e-4) for a, b in zip(block["heads"][head]["weights"], weights[2]))
+        scaled = block["heads"][head]["scaled"]
+        assert all(close(r / math.sqrt(block["d_k"]), s, 2e-3)
+                   for r, s in zip(block["heads"][head]["raw"], scaled))
+    masked = api(server, "/api/xray/block", {**base, "side": "decoder", "block": "self_attention",
+                                              "layer": 0, "position": 1})
+    assert masked["heads"][0]["masked"][2:] == [None] * (len(masked["key_tokens"]) - 2)
+    norm = api(server, "/api/xray/block", {**base, "side": "encoder", "block": "add_norm1",
+                                            "layer": 1, "position": 3})
+    stats = trace["encoder"][1]["add_norm1"]
+    assert close(norm["mean"], stats["sum_mean"][3], 1e-3)
+    assert close(norm["std"], stats["sum_std"][3], 1e-3)
+    rebuilt = [n * g + b for n, g, b in zip(norm["normalized"], norm["gamma"], norm["beta"])]
+    assert all(close(a, b, 2e-3) for a, b in zip(rebuilt, norm["output"]))
+    ffn = api(server, "/api/xray/block", {**base, "side": "decoder", "block": "ffn", "layer": 1,
+                                           "position": 0})
+    assert close(ffn["active"] / len(ffn["hidden"]), trace["decoder"][1]["ffn"]["active_share"][0],
+                 1e-3)
+
+
+# -- the page ----------------------------------------------------------------------------------
+
+
+def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
+    trace = api(server, "/api/trace", {"text": SEED})
+    steps = trace["steps"]
+    total = ENC_SUBS + DEC_SUBS * len(steps)
+    open_page(page, server)
+    assert page.locator("#xr-scrub").get_attribute("max") == str(total - 1)
+    assert "sub-step 1 of 6" in where(page)
+    page.locator("h1").click()
+    seen = set()
+    for frame in range(total):
+        if frame:
+            page.keyboard.press("ArrowRight")
+        text = where(page)
+        narration = page.locator("#xr-narration").text_content()
+        assert narration.strip() and narration not in seen, (frame, narration)
+        seen.add(narration)
+        if frame < ENC_SUBS:
+            assert f"sub-step {frame + 1} of {ENC_SUBS}" in text
+            continue
+        t, sub = divmod(frame - ENC_SUBS, DEC_SUBS)
+        assert f"Time step {t + 1} of {len(steps)}" in text and f"sub-step {sub + 1} of 7" in text
+        active = page.locator(".xr-row.xr-active").evaluate_all("rows => rows.map(r => r.dataset.key)")
+        chosen = page.locator('.xr-row[data-key="dec-chosen"] .xr-outrow span').all_text_contents()
+        if sub == DEC_SUBS - 1:  # ⑦: linear + softmax picks the character, which reaches the output
+            assert "dec-output" in active
+            assert chosen == [s["token"] for s in steps[: t + 1]]
+            assert f"{steps[t]['prob']:.3f}" in narration
+        else:
+            assert chosen == [s["token"] for s in steps[:t]]
+            assert sum(key.endswith(f"-{['self_attention', 'add_norm1', 'cross_attention', 'add_norm2', 'ffn', 'add_norm3'][sub]}") for key in active) == 3
+        visible = page.locator('.xr-row[data-key="dec-tokens"] .xr-token:not(.xr-hidden)')
+        assert visible.all_text_contents() == trace["decoder_input"][: t + 1]
+    assert page.locator("#xr-next").is_disabled()
+    # play, pause, Home, End, speed, the scrubber
+    page.keyboard.press("Home")
+    assert "sub-step 1 of 6" in where(page)
+    page.select_option("#xr-speed", "4")
+    page.locator("#xr-play").click()
+    assert page.locator("#xr-play").get_attribute("aria-pressed") == "true"
+    page.wait_for_timeout(1200)
+    page.keyboard.press("Space")
+    assert page.locator("#xr-play").get_attribute("aria-pressed") == "false"
+    played = int(page.locator("#xr-scrub").input_value())
+    assert played >= 2
+    assert parse_qs(urlsplit(page.url).query)["frame"] == [str(played)]
+    page.keyboard.press("End")
+    assert int(page.locator("#xr-scrub").input_value()) == total - 1
+    page.keyboard.press("Shift+ArrowLeft")
+    assert f"Time step {len(steps) - 1} of" in where(page)
+    # the player stays in view however far down the page one scrolls
+    page.mouse.wheel(0, 2500)
+    page.wait_for_timeout(200)
+    box = page.locator("#xr-player").bounding_box()
+    assert 0 <= box["y"] < 120
+    shot(page, "xray-played")
+
+
+def test_attention_lines_follow_the_focused_token(page, server):
+    trace = api(server, "/api/trace", {"text": SEED})
+    open_page(page, server, f"&frame={frame_of(2, 2)}")  # step 2 (坐 is being predicted), cross
+    cross = page.locator('.xr-row[data-key="d-2-cross_attention"] path')
+    weights = [sum(h[1][k] for h in trace["decoder"][2]["cross_attention"]) / 4
+               for k in range(len(trace["source_tokens"]))]
+    drawn = {int(p["k"]): float(p["w"]) for p in cross.evaluate_all(
+        "ps => ps.filter(p => p.dataset.q === '1').map(p => ({k: p.dataset.k, w: p.dataset.w}))")}
+    for k, w in drawn.items():
+        assert close(w, weights[k], 1e-3)
+    assert max(drawn, key=drawn.get) == max(range(len(weights)), key=weights.__getitem__)
+    page.select_option("#xr-head", "2")
+    head = {int(p["k"]): float(p["w"]) for p in cross.evaluate_all(
+        "ps => ps.filter(p => p.dataset.q === '1').map(p => ({k: p.dataset.k, w: p.dataset.w}))")}
+    for k, w in head.items():
+        assert close(w, trace["decoder"][2]["cross_attention"][2][1][k], 1e-3)
+    assert parse_qs(urlsplit(page.url).query)["head"] == ["2"]
+    # hovering an English token keeps only its own lines in every encoder layer
+    page.locator('.xr-row[data-key="enc-tokens"] .xr-token').nth(1).hover()
+    queries = set(page.locator('.xr-row[data-key="e-0-self_attention"] path').evaluate_all(
+        "ps => ps.map(p => p.dataset.q)"))
+    assert queries == {"1"}
+    heat = page.locator('.xr-row[data-key="d-2-cross_attention"] a.xr-heat').get_attribute("href")
+    assert heat.startswith("/attention?") and "kind=cross" in heat and "layer=2" in heat
+
+
+def test_open_every_kind_of_block_and_compare_with_the_trace(page, server):
+    trace = api(server, "/api/trace", {"text": SEED})
+    open_page(page, server, f"&frame={frame_of(3, 0)}")  # time step 3: query position 2
+    p = 2
+    # embedding (encoder, position 1 by default: "cat")
+    panel = open_block(page, "enc-embedding")
+    assert all(close(a, b, 1e-3) for a, b in
+               zip(shown_values(panel, "sum"), trace["embeddings"]["encoder"]["sum"][1][:8]))
+    # encoder self-attention: every key is allowed, weights are the trace's
+    panel = open_block(page, "e-0-self_attention")
+    assert None not in cell_values(panel, "masked")
+    assert all(close(a, b, 1e-3) for a, b in
+               zip(cell_values(panel, "weights"), trace["encoder"][0]["self_attention"][0][1]))
+    for step in ("x", "w_q", "q_full", "split", "q", "k", "raw", "scaled", "masked", "weights",
+                 "w_v", "v", "out", "concat", "w_o", "output"):
+        assert panel.locator(f'.xr-step[data-step="{step}"]').count() == 1, step
+    assert "÷ √d_k = ÷ 8" in panel.text_content()
+    # masked decoder self-attention: the future is −∞, drawn and labelled
+    panel = open_block(page, "d-1-self_attention")
+    masked = cell_values(panel, "masked")
+    assert masked[: p + 1] == [v for v in masked[: p + 1] if v is not None]
+    assert masked[p + 1:] == [None] * (len(masked) - p - 1)
+    assert panel.locator('.xr-step[data-step="masked"] .xr-inf').first.text_content().endswith("−∞")
+    panel.locator(".xr-tabs button", has_text="2").click()
+    assert all(close(a, b, 1e-3) for a, b in
+               zip(cell_values(panel, "weights"), trace["decoder"][1]["self_attention"][1][p]))
+    # cross-attention
+    panel = open_block(page, "d-2-cross_attention")
+    assert all(close(a, b, 1e-3) for a, b in
+               zip(cell_values(panel, "weights"), trace["decoder"][2]["cross_attention"][0][p]))
+    # Add & Norm: μ, σ and the output are the trace's
+    panel = open_block(page, "d-0-add_norm1")
+    stats = trace["decoder"][0]["add_norm1"]
+    step = panel.locator('.xr-step[data-step="stats"]')
+    assert close(float(step.get_attribute("data-mean")), stats["sum_mean"][p], 1e-3)
+    assert close(float(step.get_attribute("data-std")), stats["sum_std"][p], 1e-3)
+    assert all(close(a, b, 2e-3) for a, b in
+               zip(shown_values(panel, "output"), stats["normed_sample"][p][:8]))
+    assert panel.locator('.xr-step[data-step="gamma"]').count() == 1
+    assert panel.locator('.xr-step[data-step="beta"]').count() == 1
+    # FFN: how many hidden units fire
+    panel = open_block(page, "d-1-ffn")
+    active = int(panel.locator('.xr-step[data-step="hidden"]').get_attribute("data-active"))
+    assert close(active / 1024, trace["decoder"][1]["ffn"]["active_share"][p], 1e-3)
+    # linear + softmax: the top candidates and their probabilities
+    panel = open_block(page, "dec-output")
+    rows = panel.locator("tr").evaluate_all("rs => rs.map(r => [r.dataset.token, r.dataset.prob])")
+    for (token, prob), candidate in zip(rows, trace["steps"][p]["top"]):
+        assert token == candidate["token"] and close(float(prob), candidate["prob"], 1e-4)
+    # the open blocks follow the player to the next time step
+    page.locator("h1").click()
+    page.keyboard.press("Shift+ArrowRight")
+    expect(panel.locator("tr").first).to_have_attribute(
+        "data-token", trace["steps"][p + 1]["top"][0]["token"])
+    page.locator('.xr-row[data-key="d-2-cross_attention"]').scroll_into_view_if_needed()
+    shot(page, "xray-blocks")
+
+
+@pytest.mark.parametrize(("temperature", "top_k", "top_p"), [
+    (0.7, None, None), (1.8, None, None), (1.0, 3, None), (1.3, None, 0.8), (2.5, 6, 0.95),
+])
+def test_sampling_controls_match_the_servers_distribution(page, server, temperature, top_k, top_p):
+    trace = api(server, "/api/trace", {"text": SEED})
+    step = 2
+    open_page(page, server, f"&frame={frame_of(step + 1, 6)}")
+    set_range(page, "#xr-temperature", temperature)
+    set_range(page, "#xr-topk", top_k or 0)
+    set_range(page, "#xr-topp", top_p or 1)
+    body = {"text": SEED, "strategy": "sample", "temperature": temperature, "seed": 0,
+            "forced_prefix": trace["target_tokens"][:step]}
+    if top_k:
+        body["top_k"] = top_k
+    if top_p:
+        body["top_p"] = top_p
+    server_step = api(server, "/api/trace", body)["steps"][step]
+    shown = {r["token"]: r for r in page.locator("#xr-dist-body tr").evaluate_all(
+        "rs => rs.map(r => ({token: r.dataset.token, model: +r.dataset.model, now: +r.dataset.new,"
+        " cut: r.classList.contains('xr-cut')}))")}
+    assert len(shown) >= len(server_step["top"])
+    for candidate in server_step["top"]:
+        row = shown[candidate["token"]]
+        assert close(row["model"], candidate["prob"], 1e-3)
+        assert close(row["now"], candidate["sample_prob"], 2e-3), (candidate, row)
+        if row["cut"]:
+            assert candidate["sample_prob"] == 0
+        if candidate["sample_prob"] > 0:
+            assert not row["cut"]
+    kept = page.locator("#xr-kept").text_content()
+    assert "characters stay" in kept
+    page.fill("#xr-seed", "7")
+    page.locator("#xr-draw-button").click()
+    drew = page.locator("#xr-drew").text_content()
+    assert "seed 7" in drew
+    if (temperature, top_k) == (1.0, 3):
+        shot(page, "xray-sampling")
+
+
+def test_force_a_candidate_and_see_both_translations(page, server):
+    trace = api(server, "/api/trace", {"text": SEED})
+    step = 2
+    open_page(page, server, f"&frame={frame_of(step + 1, 6)}")
+    row = page.locator("#xr-dist-body tr").nth(1)
+    token = row.get_attribute("data-token")
+    assert token != trace["steps"][step]["token"]
+    row.locator("button").click()
+    wait_reloaded(page)
+    page.locator("#xr-compare").wait_for()
+    forced = parse_qs(urlsplit(page.url).query)["forced"]
+    assert forced == [*trace["target_tokens"][:step], token]
+    original = page.locator("#xr-original li").all_text_contents()
+    assert original == [s["token"] for s in trace["steps"]]
+    after = page.locator("#xr-forced li").all_text_contents()
+    assert after[: step + 1] == forced
+    assert page.locator("#xr-original li.xr-diff").get_attribute("data-step") == str(step)
+    assert page.locator("#xr-forced li.xr-diff").text_content() == token
+    assert f"step {step + 1}" in page.locator("#xr-diverge").text_content()
+    # the forced run plays from the step that was changed, the forced character marked
+    assert f"Time step {step + 1} of" in where(page)
+    assert page.locator('.xr-row[data-key="dec-chosen"] .xr-forced').count() == step + 1
+    page.locator("#xr-compare").scroll_into_view_if_needed()
+    shot(page, "xray-forced")
+    page.locator("#xr-reset").click()
+    ready(page)
+    assert "forced" not in page.url and page.locator("#xr-compare").is_hidden()
+
+
+def test_beam_search_lineage_tree(page, server):
+    open_page(page, server, "&strategy=beam&beam_size=3")
+    trace = api(server, "/api/trace", {"text": SEED, "strategy": "beam", "beam_size": 3})
+    assert page.locator("#xr-beam").is_visible()
+    assert page.locator("#xr-beam-svg g.xr-beam-node").count() == len(trace["beam"])
+    assert page.locator("#xr-beam-svg line").count() == len(trace["beam"]) - 1
+    winner = page.locator("#xr-finished li.xr-winner")
+    assert winner.count() == 1 and "".join(trace["target_tokens"]) in winner.text_content()
+
+
+def test_chinese_and_narrow_screen(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="zh-CN",
+                                  extra_http_headers={"Accept-Language": "zh-CN"})
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        open_page(page, server, f"&frame={frame_of(2, 2)}")
+        assert page.locator("h1").text_content().startswith("透视")
+        assert "交叉注意力" in page.locator("#xr-narration").text_content()
+        open_block(page, "d-0-cross_attention")
+        open_block(page, "d-0-add_norm2")
+        set_range(page, "#xr-topk", 4)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, width
+        wide = page.locator("main *").evaluate_all(
+            "els => els.filter(e => e.getBoundingClientRect().right > 391 && e.offsetParent)"
+            ".map(e => e.tagName + '.' + e.className)")
+        assert wide == []
+        encoder = page.locator("#xr-encoder").bounding_box()
+        decoder = page.locator("#xr-decoder").bounding_box()
+        assert decoder["y"] > encoder["y"] + encoder["height"] - 1  # the columns stack
+        shot(page, "xray-390")
+    finally:
+        context.close()
+    assert errors == []
