@@ -57,10 +57,6 @@ def base_layout(heading: str = "", height: int = 320, **extra) -> dict:
     return layout
 
 
-def figure(data: list[dict], layout: dict) -> dict:
-    return {"data": data, "layout": layout}
-
-
 def attention_heatmap(
     weights: list[list[float]],
     query_tokens: list[str],
@@ -88,4 +84,4 @@ def attention_heatmap(
         xaxis=category_axis(labels[1], tickangle=-45),
         yaxis=category_axis(labels[0], reverse=True),
     )
-    return figure([heatmap], layout)
+    return {"data": [heatmap], "layout": layout}

@@ -256,5 +256,5 @@ def row_bars(weights: list[float], key_tokens: list[str], highlight: dict[int, s
         "hovertemplate": "%{customdata}: %{y:.4f}<extra></extra>",
     }
     layout = base_layout(heading, 260, xaxis=category_axis(tickangle=-45),
-                     yaxis={"range": [0, 1]})
+                         yaxis={"range": [0, 1]})
     return {"data": [bar], "layout": layout}

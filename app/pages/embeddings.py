@@ -192,6 +192,8 @@ def norm_bars(tokens: list[str], series: dict[str, list[float]], heading: str = 
     layout = base_layout(heading, 300, barmode="group", xaxis=category_axis(),
                          yaxis={"title": {"text": "‖v‖"}}, legend=LEGEND_TOP)
     return {"data": data, "layout": layout}
+
+
 def projection_figure(projection: dict, stage_names: list[str], heading: str = "") -> dict:
     """Small multiples: the sentence's token vectors in 2-D at the input and after each layer."""
     tokens, points = projection["tokens"], projection["points"]

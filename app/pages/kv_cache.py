@@ -72,6 +72,8 @@ def kv_timing_figure(race: dict, names: tuple[str, str], ms_label: str = "ms",
                          yaxis={"title": {"text": ms_label}, "rangemode": "tozero"},
                          legend=LEGEND_TOP)
     return {"data": data, "layout": layout}
+
+
 def kv_work_figure(race: dict, names: tuple[str, str], ylabel: str = "positions",
                    step_label: str = "step") -> dict:
     """Positions pushed through the decoder at each step, and the running total (dotted)."""
@@ -89,10 +91,10 @@ def kv_work_figure(race: dict, names: tuple[str, str], ylabel: str = "positions"
                      "hovertemplate": f"{step_label} %{{x}}: Σ %{{y}}<extra>{name}</extra>"})
     layout = base_layout("", 320, barmode="group", xaxis={"title": {"text": step_label}},
                          yaxis={"title": {"text": ylabel}, "rangemode": "tozero"},
-                     yaxis2={"title": {"text": "Σ"}, "overlaying": "y", "side": "right",
-                             "showgrid": False, "rangemode": "tozero"},
-                     legend={**LEGEND_TOP, "y": 1.2},
-                     margin=TWO_AXES_MARGIN)
+                         yaxis2={"title": {"text": "Σ"}, "overlaying": "y", "side": "right",
+                                 "showgrid": False, "rangemode": "tozero"},
+                         legend={**LEGEND_TOP, "y": 1.2},
+                         margin=TWO_AXES_MARGIN)
     return {"data": data, "layout": layout}
 
 

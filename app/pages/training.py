@@ -144,6 +144,8 @@ def training_history(translator: TranslatorDep, t: PageText) -> dict:
 
 
 # -- figures --------------------------------------------------------------------------------------
+
+
 def score_figure(score: dict, titles: tuple[str, str]) -> dict:
     """Per position: p(right label) on the left axis, its cross-entropy −log p on the right."""
     labels = [f"{i} → {lab}" for i, lab in zip(score["decoder_input"], score["labels"],
