@@ -22,6 +22,7 @@ pytestmark = pytest.mark.e2e
 SEED = "The cat sits on the mat."
 ENC_SUBS = 6
 DEC_SUBS = 7
+DEC_BLOCKS = ["self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "add_norm3"]
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +95,11 @@ def close(a: float, b: float, tol: float) -> bool:
     return abs(a - b) <= tol
 
 
+def all_close(got, want, tol: float) -> bool:
+    """Every pair within ``tol`` (``want`` may be a shorter sample of ``got``)."""
+    return all(close(a, b, tol) for a, b in zip(got, want, strict=False))
+
+
 def shown_values(panel, step: str) -> list[float]:
     return json.loads(panel.locator(f'.xr-step[data-step="{step}"] .xr-vals').first
                       .get_attribute("data-values"))
@@ -141,13 +147,13 @@ def test_xray_data_matches_the_trace(server):
     assert len(data["decoder"]["stages"]) == 1 + 6 * config["n_decoder_layers"]
     # the strips are the trace's own vectors: the embedding sum and the last Add & Norm
     for pos, row in enumerate(trace["embeddings"]["encoder"]["sum"]):
-        assert all(close(a, b, 0.006) for a, b in zip(data["encoder"]["values"][0][pos], row))
+        assert all_close(data["encoder"]["values"][0][pos], row, 0.006)
     last = trace["decoder"][-1]["add_norm3"]["normed_sample"]
     for pos, sample in enumerate(last[: len(trace["steps"])]):
         strip = data["decoder"]["values"][-1][pos]
-        assert all(close(a, b, 0.006) for a, b in zip(strip, sample))
+        assert all_close(strip, sample, 0.006)
     # softmax of the shipped logits gives the trace's probabilities
-    for step, logits in zip(trace["steps"], data["logits"]):
+    for step, logits in zip(trace["steps"], data["logits"], strict=False):
         assert logits[0] is None and logits[1] is None  # <pad>, <bos> can never be produced
         top = max(x for x in logits if x is not None)
         total = sum(math.exp(x - top) for x in logits if x is not None)
@@ -193,10 +199,10 @@ def test_xray_block_numbers_are_the_models(server):
     block = api(server, "/api/xray/block", {**base, "side": "decoder", "block": "cross_attention",
                                              "layer": 2, "position": 2})
     for head, weights in enumerate(trace["decoder"][2]["cross_attention"]):
-        assert all(close(a, b, 1e-4) for a, b in zip(block["heads"][head]["weights"], weights[2]))
+        assert all_close(block["heads"][head]["weights"], weights[2], 1e-4)
         scaled = block["heads"][head]["scaled"]
         assert all(close(r / math.sqrt(block["d_k"]), s, 2e-3)
-                   for r, s in zip(block["heads"][head]["raw"], scaled))
+                   for r, s in zip(block["heads"][head]["raw"], scaled, strict=False))
     masked = api(server, "/api/xray/block", {**base, "side": "decoder", "block": "self_attention",
                                               "layer": 0, "position": 1})
     assert masked["heads"][0]["masked"][2:] == [None] * (len(masked["key_tokens"]) - 2)
@@ -205,8 +211,8 @@ def test_xray_block_numbers_are_the_models(server):
     stats = trace["encoder"][1]["add_norm1"]
     assert close(norm["mean"], stats["sum_mean"][3], 1e-3)
     assert close(norm["std"], stats["sum_std"][3], 1e-3)
-    rebuilt = [n * g + b for n, g, b in zip(norm["normalized"], norm["gamma"], norm["beta"])]
-    assert all(close(a, b, 2e-3) for a, b in zip(rebuilt, norm["output"]))
+    rebuilt = [n * g + b for n, g, b in zip(norm["normalized"], norm["gamma"], norm["beta"], strict=False)]
+    assert all_close(rebuilt, norm["output"], 2e-3)
     ffn = api(server, "/api/xray/block", {**base, "side": "decoder", "block": "ffn", "layer": 1,
                                            "position": 0})
     assert close(ffn["active"] / len(ffn["hidden"]), trace["decoder"][1]["ffn"]["active_share"][0],
@@ -245,7 +251,8 @@ def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
             assert f"{steps[t]['prob']:.3f}" in narration
         else:
             assert chosen == [s["token"] for s in steps[:t]]
-            assert sum(key.endswith(f"-{['self_attention', 'add_norm1', 'cross_attention', 'add_norm2', 'ffn', 'add_norm3'][sub]}") for key in active) == 3
+            block = DEC_BLOCKS[sub]
+            assert sum(key.startswith("d-") and key.endswith(f"-{block}") for key in active) == 3
         visible = page.locator('.xr-row[data-key="dec-tokens"] .xr-token:not(.xr-hidden)')
         assert visible.all_text_contents() == trace["decoder_input"][: t + 1]
     assert page.locator("#xr-next").is_disabled()
@@ -305,13 +312,11 @@ def test_open_every_kind_of_block_and_compare_with_the_trace(page, server):
     p = 2
     # embedding (encoder, position 1 by default: "cat")
     panel = open_block(page, "enc-embedding")
-    assert all(close(a, b, 1e-3) for a, b in
-               zip(shown_values(panel, "sum"), trace["embeddings"]["encoder"]["sum"][1][:8]))
+    assert all_close(shown_values(panel, "sum"), trace["embeddings"]["encoder"]["sum"][1][:8], 1e-3)
     # encoder self-attention: every key is allowed, weights are the trace's
     panel = open_block(page, "e-0-self_attention")
     assert None not in cell_values(panel, "masked")
-    assert all(close(a, b, 1e-3) for a, b in
-               zip(cell_values(panel, "weights"), trace["encoder"][0]["self_attention"][0][1]))
+    assert all_close(cell_values(panel, "weights"), trace["encoder"][0]["self_attention"][0][1], 1e-3)
     for step in ("x", "w_q", "q_full", "split", "q", "k", "raw", "scaled", "masked", "weights",
                  "w_v", "v", "out", "concat", "w_o", "output"):
         assert panel.locator(f'.xr-step[data-step="{step}"]').count() == 1, step
@@ -323,20 +328,17 @@ def test_open_every_kind_of_block_and_compare_with_the_trace(page, server):
     assert masked[p + 1:] == [None] * (len(masked) - p - 1)
     assert panel.locator('.xr-step[data-step="masked"] .xr-inf').first.text_content().endswith("−∞")
     panel.locator(".xr-tabs button", has_text="2").click()
-    assert all(close(a, b, 1e-3) for a, b in
-               zip(cell_values(panel, "weights"), trace["decoder"][1]["self_attention"][1][p]))
+    assert all_close(cell_values(panel, "weights"), trace["decoder"][1]["self_attention"][1][p], 1e-3)
     # cross-attention
     panel = open_block(page, "d-2-cross_attention")
-    assert all(close(a, b, 1e-3) for a, b in
-               zip(cell_values(panel, "weights"), trace["decoder"][2]["cross_attention"][0][p]))
+    assert all_close(cell_values(panel, "weights"), trace["decoder"][2]["cross_attention"][0][p], 1e-3)
     # Add & Norm: μ, σ and the output are the trace's
     panel = open_block(page, "d-0-add_norm1")
     stats = trace["decoder"][0]["add_norm1"]
     step = panel.locator('.xr-step[data-step="stats"]')
     assert close(float(step.get_attribute("data-mean")), stats["sum_mean"][p], 1e-3)
     assert close(float(step.get_attribute("data-std")), stats["sum_std"][p], 1e-3)
-    assert all(close(a, b, 2e-3) for a, b in
-               zip(shown_values(panel, "output"), stats["normed_sample"][p][:8]))
+    assert all_close(shown_values(panel, "output"), stats["normed_sample"][p][:8], 2e-3)
     assert panel.locator('.xr-step[data-step="gamma"]').count() == 1
     assert panel.locator('.xr-step[data-step="beta"]').count() == 1
     # FFN: how many hidden units fire
@@ -346,7 +348,7 @@ def test_open_every_kind_of_block_and_compare_with_the_trace(page, server):
     # linear + softmax: the top candidates and their probabilities
     panel = open_block(page, "dec-output")
     rows = panel.locator("tr").evaluate_all("rs => rs.map(r => [r.dataset.token, r.dataset.prob])")
-    for (token, prob), candidate in zip(rows, trace["steps"][p]["top"]):
+    for (token, prob), candidate in zip(rows, trace["steps"][p]["top"], strict=False):
         assert token == candidate["token"] and close(float(prob), candidate["prob"], 1e-4)
     # the open blocks follow the player to the next time step
     page.locator("h1").click()
