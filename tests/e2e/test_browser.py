@@ -187,3 +187,14 @@ def test_api_docs_page(page, server):
     page.locator("#endpoints section").first.wait_for()
     text = page.locator("#endpoints").text_content()
     assert "POST /api/trace" in text and "forced_prefix" in text
+
+
+def test_the_mode_bar_only_downloads_a_png(page, server):
+    """No Plotly logo, no cloud or edit links, no lasso/select tools: one PNG download button."""
+    page.goto(f"{server}/?max_len=6")
+    wait_idle(page)
+    page.locator("#probabilities").hover()
+    buttons = page.locator("#probabilities .modebar-btn")
+    assert buttons.count() == 1
+    assert buttons.first.get_attribute("data-title").lower() == "download plot as a png"
+    assert page.locator("#probabilities .modebar a[href]").count() == 0  # no plotly.com logo
