@@ -3,8 +3,8 @@
 Every page's JSON route asks :meth:`Engine.trace` for the trace of (sentence, decoding options):
 the first request runs ``Translator.trace`` once, every later one — from any page — reads the
 recorded trace, so moving between pages never runs the model twice. Calls that are not a
-translation (the training page's teacher-forced score, the KV-cache race, a padded batch, the
-position table) go through :meth:`Engine.run`, on the same thread.
+translation (the training page's teacher-forced score, the KV-cache race, the position table)
+go through :meth:`Engine.run`, on the same thread. (Tokenizing alone is not a model call.)
 """
 
 from __future__ import annotations
