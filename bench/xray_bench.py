@@ -1,6 +1,7 @@
 """The x-ray in headless Chromium: time until the page is fully drawn, and the frame rate while playing.
 
     python -m bench.xray_bench [--checkpoint DIR] [--visits 5] [--play-seconds 5]
+    python -m bench.xray_bench --screenshots docs/screenshots     # retakes docs/screenshots/xray-*.png
 
 "Fully drawn" is the page's own clock (from navigation start) at the first animation frame after
 every row's strips, attention lines, the sampling table and the player are drawn; the server is
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 from urllib.parse import quote
 
 from bench.common import machine, percentiles, sentences
@@ -74,12 +76,89 @@ def run(checkpoint, visits: int, play_seconds: float) -> dict:
     return results
 
 
+SEED = "The cat sits on the mat."
+# The sticky player would cover the top of an element screenshot: let it scroll for those.
+UNSTICK = ".xr-player, header.site { position: static !important; }"
+
+
+def screenshots(checkpoint, folder: Path) -> list[Path]:
+    """The x-ray as the README shows it: desktop en and zh, 390 px, a block opened, the sampling
+    controls, a forced comparison and the beam tree (the seed sentence, shipped checkpoint)."""
+    from playwright.sync_api import sync_playwright
+
+    folder.mkdir(parents=True, exist_ok=True)
+    taken = []
+    with LiveServer(checkpoint, env={"ITT_ACCESS_LOG": "false"}) as server, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+
+        def visit(query: str, width: int = 1280, height: int = 1000, lang: str = "en"):
+            context = browser.new_context(viewport={"width": width, "height": height},
+                                          extra_http_headers={"Accept-Language": lang})
+            page = context.new_page()
+            page.goto(f"{server.url}/xray?text={quote(SEED)}{query}")
+            page.locator("body[data-xray=ready]").wait_for()
+            page.locator("body.busy").wait_for(state="detached")
+            return context, page
+
+        def save(target, name: str) -> None:
+            path = folder / f"xray-{name}.png"
+            target.screenshot(path=str(path))
+            taken.append(path)
+
+        step3_cross = 6 + 2 * 7 + 2  # time step 3, sub-step ③ cross-attention
+        for lang in ("en", "zh"):
+            context, page = visit(f"&frame={step3_cross}", height=1500, lang=lang)
+            page.evaluate("window.scrollTo(0, document.getElementById('xr-player').offsetTop - 4)")
+            page.wait_for_timeout(300)
+            save(page, lang)
+            context.close()
+        context, page = visit(f"&frame={step3_cross}", width=390, height=844)
+        page.evaluate("window.scrollTo(0, document.getElementById('xr-decoder').offsetTop - 260)")
+        page.wait_for_timeout(300)
+        save(page, "390")
+        context.close()
+
+        context, page = visit(f"&frame={step3_cross}")
+        page.add_style_tag(content=UNSTICK)
+        row = page.locator('.xr-row[data-key="d-1-cross_attention"]')
+        row.locator("button.xr-head").click()
+        row.locator(".xr-step").first.wait_for()
+        page.locator("body.busy").wait_for(state="detached")
+        save(row, "block")
+        sampling = page.locator("#xr-sampling")
+        for selector, value in (("#xr-temperature", "1.5"), ("#xr-topk", "6"), ("#xr-topp", "0.9")):
+            page.locator(selector).evaluate(
+                "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }",
+                value)
+        page.fill("#xr-seed", "3")
+        page.locator("#xr-draw-button").click()
+        save(sampling, "sampling")
+        page.locator("#xr-dist-body tr").nth(1).locator("button").click()
+        page.locator("#xr-compare").wait_for()
+        page.locator("body[data-xray=ready]").wait_for()
+        save(page.locator("#xr-compare"), "forced")
+        context.close()
+
+        context, page = visit("&strategy=beam&beam_size=3")
+        page.add_style_tag(content=UNSTICK)
+        save(page.locator("#xr-beam"), "beam")
+        context.close()
+        browser.close()
+    return taken
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT)
     parser.add_argument("--visits", type=int, default=5)
     parser.add_argument("--play-seconds", type=float, default=5.0)
+    parser.add_argument("--screenshots", type=Path, metavar="DIR",
+                        help="only retake the x-ray screenshots into DIR (e.g. docs/screenshots)")
     args = parser.parse_args(argv)
+    if args.screenshots:
+        for path in screenshots(args.checkpoint, args.screenshots):
+            print(path)
+        return
     r = run(args.checkpoint, args.visits, args.play_seconds)
     print("machine:", json.dumps(r["machine"]))
     c, n, play = r["drawn_cached_ms"], r["drawn_new_sentence_ms"], r["play"]

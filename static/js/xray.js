@@ -171,6 +171,8 @@
       group.rows.forEach((row) => add(box, { ...row, side: "encoder", layer: group.layer }));
       encRoot.append(box);
     }
+    const note = el("p", t("xray.memory_note", { n: cfg.n_decoder_layers }), "xr-memory-note");
+    encRoot.append(note);
     specs.dec.forEach((row) => add(decRoot, row));
     for (const group of specs.decGroups) {
       const box = el("div", null, "xr-group");
@@ -414,7 +416,7 @@
       let strength;
       if (focus !== null) strength = i === focus ? 1 : 0;
       else if (currentQuery !== null) strength = i === currentQuery ? 1 : 0.22;
-      else strength = 0.55;
+      else strength = frame.t === 0 ? 0.55 : 0.25;
       if (strength === 0) continue;
       const rowWeights = weights[i];
       for (let j = 0; j < keys; j++) {
@@ -669,6 +671,7 @@
     const query = ITT.params();
     query.set("frame", String(S.frame));
     if (S.head !== "avg") query.set("head", S.head); else query.delete("head");
+    if (S.open.size) query.set("open", [...S.open.keys()].join(",")); else query.delete("open");
     ITT.setURL(query, false);
   }
 
@@ -971,6 +974,12 @@
     const steps = Math.max(...nodes.map((n) => n.step)) + 1;
     const height = steps * rowH + 10;
     const pos = new Map();
+    const order = new Map();
+    for (const step of [...byStep.keys()].sort((a, b) => a - b)) {
+      const list = byStep.get(step);
+      list.sort((a, b) => (order.get(a.parent) ?? 0) - (order.get(b.parent) ?? 0) || b.score - a.score);
+      list.forEach((node, i) => order.set(node.id, i));
+    }
     for (const [step, list] of byStep) {
       const offset = (width - list.length * colW) / 2;
       list.forEach((node, i) => pos.set(node.id, [offset + (i + 0.5) * colW, 18 + step * rowH]));
@@ -1031,6 +1040,7 @@
     } else {
       S.open.delete(row.key);
     }
+    saveFrame();
   }
 
   function refreshOpenPanels() {
@@ -1184,7 +1194,13 @@
       parts.push(vectorStep("x", t("xray.b.x", { p: data.position }), data.x, `1×${s.d_model} (${L}×${s.d_model})`));
       parts.push(previewStep("w_q", t("xray.b.wq"), data.weights.w_q));
       parts.push(vectorStep("q_full", t("xray.b.q_full"), data.q_full, `1×${s.d_model}`));
-      parts.push(step("split", t("xray.b.split", { h: s.n_heads, k: data.d_k }), `${s.n_heads}×${data.d_k}`, null));
+      const split = el("div", null, "xr-split");
+      for (let h = 0; h < s.n_heads; h++) {
+        const part = el("div");
+        part.append(el("span", t("xray.b.head", { n: h + 1 }), "xr-vals"), vectorCanvas(data.q_full.slice(h * data.d_k, (h + 1) * data.d_k)));
+        split.append(part);
+      }
+      parts.push(step("split", t("xray.b.split", { h: s.n_heads, k: data.d_k }), `${s.n_heads}×${data.d_k}`, split));
       const tabs = el("div", null, "xr-tabs");
       tabs.setAttribute("role", "group");
       data.heads.forEach((_, h) => {
@@ -1199,13 +1215,14 @@
       const keys = data.key_tokens;
       const n = keys.length;
       parts.push(vectorStep("q", t("xray.b.q", { n: state.head + 1 }), head.q, `1×${data.d_k}`));
-      parts.push(previewStep("w_k", t("xray.b.wk"), data.weights.w_k));
+      const cross = data.block === "cross_attention";
+      parts.push(previewStep("w_k", t(cross ? "xray.b.wk_memory" : "xray.b.wk"), data.weights.w_k));
       parts.push(step("k", t("xray.b.k"), `${n}×${data.d_k}`, matrixCanvas(head.k, 4)));
       parts.push(cells("raw", t("xray.b.raw"), `1×${n}`, keys, head.raw));
       parts.push(cells("scaled", t("xray.b.scaled", { s: fixed(Math.sqrt(data.d_k), 0) }), `1×${n}`, keys, head.scaled));
       parts.push(cells("masked", t("xray.b.masked"), `1×${n}`, keys, head.masked));
       parts.push(cells("weights", t("xray.b.weights"), `1×${n}`, keys, head.weights, "weights"));
-      parts.push(previewStep("w_v", t("xray.b.wv"), data.weights.w_v));
+      parts.push(previewStep("w_v", t(cross ? "xray.b.wv_memory" : "xray.b.wv"), data.weights.w_v));
       parts.push(step("v", t("xray.b.v"), `${n}×${data.d_k}`, matrixCanvas(head.v, 4)));
       parts.push(vectorStep("out", t("xray.b.out"), head.out, `1×${data.d_k}`));
       parts.push(vectorStep("concat", t("xray.b.concat", { h: s.n_heads }), data.concat, `1×${s.d_model}`));
@@ -1301,6 +1318,10 @@
     S.frame = Number.isInteger(frame) ? Math.max(0, Math.min(S.frames.length - 1, frame)) : 0;
     S.drawn = null;
     layoutAll();
+    for (const key of (query.get("open") || "").split(",").slice(0, 12)) {
+      const row = S.rows.find((r) => r.key === key && r.panel);
+      if (row && row.panel.hidden) toggleBlock(row);
+    }
     heatLinks();
     drawCompare();
     drawBeam();
