@@ -313,6 +313,12 @@
     row.stripY = y;
     drawStrips(ctx, vectors, n, y, STRIP_H, width, m);
     row.fig.title = t("xray.strip_scale", { m: fixed(m, 2) });
+    if (row.type === "stage") {
+      const [name, shape] = rowTitle(row);
+      const layer = row.layer !== undefined ? `, ${t("word.layer", { n: row.layer + 1 })}` : "";
+      row.fig.setAttribute("role", "img");
+      row.fig.setAttribute("aria-label", `${name}${layer}: ${shape}; ${t("xray.strip_scale", { m: fixed(m, 2) })}`);
+    }
     if (row.kind === "cross") {
       const memory = values("encoder", S.xr.encoder.values.length - 1);
       drawStrips(ctx, memory, memory.length, 1, MEMORY_H - 2, width, scaleOf(memory));
@@ -362,13 +368,16 @@
   function drawOverlay(row, frame) {
     const visible = visibleDecoder(frame);
     const focus = S.focus && S.focus.side === row.side ? S.focus.pos : null;
-    const signature = `${frame.t}|${S.head}|${focus}|${row.width}`;
+    const signature = `${frame.t}|${row.type === "output" ? frame.sub : ""}|${S.head}|${focus}|${row.width}`;
     if (row.signature === signature) return;
     row.signature = signature;
     const group = [];
     const height = figHeight(row);
     if (row.type === "output") {
       group.push(...outputBars(row, frame));
+      const top = frame.t ? stepTop(frame.t - 1, TOP_BARS).map((c) => `${c.token} ${fixed(c.prob, 3)}`).join(", ") : "";
+      row.fig.setAttribute("role", "img");
+      row.fig.setAttribute("aria-label", `${rowTitle(row)[0]}: ${top || t("xray.not_yet")}`);
       row.overlay.replaceChildren(...group);
       return;
     }
@@ -381,7 +390,10 @@
       group.push(svg("rect", { x: x(visible - 1) - w / 2 + 1, y: row.stripY - 2, width: w - 2, height: STRIP_H + 4,
         fill: "none", stroke: "#e69f00", "stroke-width": 2, rx: 3 }));
     }
-    if (row.type === "attention") group.push(...attentionLines(row, frame, visible, focus));
+    if (row.type === "attention") {
+      group.push(...attentionLines(row, frame, visible, focus));
+      describeAttention(row, frame, visible, focus);
+    }
     if (row.kind === "cross") group.push(...memoryLabels(row));
     if (row.side === "decoder") {
       const from = Math.min(visible, n);
@@ -433,6 +445,22 @@
       }
     }
     return out;
+  }
+
+  /** What the lines show, in words, for screen readers: the query's three strongest keys. */
+  function describeAttention(row, frame, visible, focus) {
+    const query = focus !== null ? focus : (row.side === "decoder" ? visible - 1 : null);
+    const [name] = rowTitle(row);
+    let text = `${name}, ${t("word.layer", { n: row.layer + 1 })}`;
+    if (query !== null && query >= 0) {
+      const weights = headWeights(attentionMatrix(row))[query];
+      const keys = row.kind === "cross" ? S.trace.source_tokens : (row.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input);
+      const queryToken = row.side === "encoder" ? S.trace.source_tokens[query] : S.trace.decoder_input[query];
+      const best = weights.map((w, k) => [w, k]).sort((a, b) => b[0] - a[0]).slice(0, 3);
+      text += `: ${queryToken} → ${best.map(([w, k]) => `${keys[k]} ${fixed(w, 2)}`).join(", ")}`;
+    }
+    row.fig.setAttribute("role", "img");
+    row.fig.setAttribute("aria-label", text);
   }
 
   function memoryLabels(row) {
@@ -1035,7 +1063,7 @@
     row.panel.hidden = !open;
     row.headButton.setAttribute("aria-expanded", open ? "true" : "false");
     if (open) {
-      S.open.set(row.key, { row, position: null, head: 0 });
+      S.open.set(row.key, { row, position: null, head: S.head === "avg" ? 0 : Number(S.head) });
       refreshOpenPanels();
     } else {
       S.open.delete(row.key);
@@ -1343,7 +1371,16 @@
     $("xr-play").addEventListener("click", () => (S.playing ? pause() : play()));
     $("xr-scrub").addEventListener("input", (event) => go(Number(event.target.value)));
     $("xr-speed").addEventListener("change", (event) => { S.speed = Number(event.target.value) || 1; if (S.playing) tick(); });
-    $("xr-head").addEventListener("change", (event) => { S.head = event.target.value; saveFrame(); heatLinks(); render(); });
+    $("xr-head").addEventListener("change", (event) => {
+      S.head = event.target.value;
+      saveFrame();
+      heatLinks();
+      render();
+      if (S.head === "avg") return;
+      for (const state of S.open.values()) {  // opened attention blocks show the same head
+        if (state.data && state.data.heads) { state.head = Number(S.head); renderBlock(state); }
+      }
+    });
     for (const id of ["xr-temperature", "xr-topk", "xr-topp"]) {
       $(id).addEventListener("input", () => { if (S.trace) drawSampling(); });
     }
