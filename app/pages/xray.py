@@ -17,6 +17,7 @@ import math
 import threading
 from collections import OrderedDict
 from typing import Literal
+from weakref import WeakKeyDictionary
 
 import torch
 from fastapi import APIRouter, Request
@@ -32,6 +33,9 @@ from model.trace import Trace
 from model.transformer import BOS_ID
 from model.translator import InputError, Translator
 
+# Torch appears in the web layer only here: the trace keeps plain numbers for what every page shows,
+# and the x-ray needs a few more (full vectors, logits, one block's tensors), recomputed by the
+# model's own modules on the model thread from the same ids rather than stored in every trace.
 router = APIRouter()
 
 STATE_DIGITS = 2  # colour strips: two decimals are far finer than a colour can show
@@ -70,24 +74,25 @@ class XrayBlockRequest(TraceRequest):
 
 
 class _Records:
-    """A small LRU of recorded passes (tensors), keyed like the trace cache."""
+    """Per engine, a small LRU of recorded passes (tensors), keyed like the trace cache."""
 
     def __init__(self, size: int = 8):
         self.size = size
-        self._items: OrderedDict[tuple, dict] = OrderedDict()
+        self._engines: WeakKeyDictionary[Engine, OrderedDict[tuple, dict]] = WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def get(self, engine: Engine, request: TraceRequest, trace: Trace) -> dict:
-        key = (id(engine), request.cache_key())
+        key = request.cache_key()
         with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
+            items = self._engines.setdefault(engine, OrderedDict())
+            if key in items:
+                items.move_to_end(key)
+                return items[key]
         record, _ = engine.run(_record, engine.translator, trace)
         with self._lock:
-            self._items[key] = record
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            items[key] = record
+            while len(items) > self.size:
+                items.popitem(last=False)
         return record
 
 
