@@ -1,9 +1,9 @@
 """Training data: read the English–Chinese pairs, clean them, and split them once and for all.
 
-Sources (see README): Tatoeba sentence pairs, HSK graded sentences and, optionally, CC-CEDICT
-word pairs. The Chinese side is normalised to Simplified script with OpenCC. The held-out test and
-dev splits are chosen by distinct English sentence, so the same English never appears both in
-training and in evaluation.
+Sources (see README): Tatoeba sentence pairs, HSK graded sentences, 3AM image captions, TICO-19
+health texts, NTREX-128 news and, optionally, CC-CEDICT word pairs. The Chinese side is normalised
+to Simplified script with OpenCC. Every domain keeps a held-out test split, chosen by distinct
+English sentence, so the same English never appears both in training and in evaluation.
 """
 
 from __future__ import annotations
@@ -12,27 +12,49 @@ import csv
 import gzip
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 TATOEBA_FILE = "tatoeba-cmn-eng.tsv"
 HSK_FILE = "hsk-sentences-en-zh.tsv"
 CEDICT_FILE = "cc-cedict-2023-11-07.u8.gz"
+# English<TAB>Chinese files, one pair a line, no header
+PLAIN_FILES = {
+    "captions": "3am-captions-en-zh.tsv",
+    "tico": "tico19-en-zh.tsv",
+    "ntrex": "ntrex128-en-zh.tsv",
+}
+# held-out sentences per domain: (test, dev). Tatoeba's and HSK's come first and are drawn exactly
+# as before the wider domains were added, so their test sets stay comparable across models.
+HELD_OUT = {"captions": (500, 200), "tico": (300, 100), "ntrex": (300, 100)}
 
 
 @dataclass(frozen=True)
 class Pair:
     english: str
     chinese: str
-    source: str  # "tatoeba", "hsk" or "cedict"
+    source: str  # "tatoeba", "hsk", "captions", "tico", "ntrex" or "cedict"
 
 
 @dataclass
 class Splits:
     train: list[Pair]
-    dev: list[Pair]
-    test: list[Pair]
+    dev: list[Pair]  # Tatoeba
+    test: list[Pair]  # Tatoeba
     test_hsk: list[Pair]
+    # the wider domains, keyed by source name
+    domain_test: dict[str, list[Pair]] = field(default_factory=dict)
+    domain_dev: dict[str, list[Pair]] = field(default_factory=dict)
+
+    def test_sets(self) -> dict[str, list[Pair]]:
+        """Every held-out test split by name, as ``evaluate`` reports them."""
+        sets = {"tatoeba_test": self.test, "hsk_test": self.test_hsk}
+        sets.update({f"{name}_test": pairs for name, pairs in self.domain_test.items()})
+        return sets
+
+    def dev_mix(self) -> list[Pair]:
+        """The dev set training scores every epoch on: Tatoeba plus every wider domain's dev."""
+        return self.dev + [p for pairs in self.domain_dev.values() for p in pairs]
 
 
 def _clean(text: str) -> str:
@@ -53,6 +75,16 @@ def read_tatoeba(path: Path) -> list[Pair]:
             columns = line.rstrip("\n").split("\t")
             if len(columns) >= 2:
                 pairs.append(Pair(_clean(columns[0]), _clean(columns[1]), "tatoeba"))
+    return pairs
+
+
+def read_plain(path: Path, source: str) -> list[Pair]:
+    pairs = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            columns = line.rstrip("\n").split("\t")
+            if len(columns) == 2:
+                pairs.append(Pair(_clean(columns[0]), _clean(columns[1]), source))
     return pairs
 
 
@@ -91,13 +123,21 @@ def read_cedict(path: Path, max_words: int = 3) -> list[Pair]:
     return pairs
 
 
-def load_pairs(data_dir: Path, use_dictionary: bool = False) -> dict[str, list[Pair]]:
-    """All sources, Traditional→Simplified normalised, de-duplicated within each source."""
+def load_pairs(
+    data_dir: Path, use_dictionary: bool = False, wide: bool = True
+) -> dict[str, list[Pair]]:
+    """All sources, Traditional→Simplified normalised, de-duplicated within each source.
+
+    ``wide=False`` reads only Tatoeba and HSK, the data of the first shipped model.
+    """
     to_simplified = _to_simplified()
     sources = {
         "tatoeba": read_tatoeba(data_dir / TATOEBA_FILE),
         "hsk": read_hsk(data_dir / HSK_FILE),
     }
+    if wide:
+        for name, filename in PLAIN_FILES.items():
+            sources[name] = read_plain(data_dir / filename, name)
     if use_dictionary:
         sources["cedict"] = read_cedict(data_dir / CEDICT_FILE)
     cleaned = {}
@@ -128,7 +168,8 @@ def split_pairs(
     """Hold out test and dev sets by distinct English sentence.
 
     ``test`` and ``dev`` come from Tatoeba (the usual benchmark for this language pair);
-    ``test_hsk`` is a second, harder test set of longer graded sentences. Every pair whose
+    ``test_hsk`` is a second, harder test set of longer graded sentences; every wider domain
+    present in ``sources`` keeps its own test and dev split (``HELD_OUT``). Every pair whose
     English matches a held-out sentence (after lower-casing and dropping punctuation) leaves
     the training set, whatever source it came from.
     """
@@ -145,6 +186,20 @@ def split_pairs(
     def pick(keys: set[str], source: str) -> list[Pair]:
         return [p for p in sources[source] if _english_key(p.english) in keys]
 
+    domain_keys: dict[str, tuple[set[str], set[str]]] = {}
+    for name, (n_domain_test, n_domain_dev) in HELD_OUT.items():
+        if name not in sources:
+            continue
+        keys = sorted({_english_key(p.english) for p in sources[name]} - held_out)
+        rng.shuffle(keys)
+        # a small domain (as in tests) still keeps most of its sentences for training
+        n_domain_test = min(n_domain_test, max(1, len(keys) // 4))
+        n_domain_dev = min(n_domain_dev, max(1, len(keys) // 8))
+        domain_test = set(keys[:n_domain_test])
+        domain_dev = set(keys[n_domain_test : n_domain_test + n_domain_dev])
+        domain_keys[name] = (domain_test, domain_dev)
+        held_out |= domain_test | domain_dev
+
     train = [
         p for pairs in sources.values() for p in pairs if _english_key(p.english) not in held_out
     ]
@@ -153,7 +208,35 @@ def split_pairs(
         dev=pick(dev_keys, "tatoeba"),
         test=pick(test_keys, "tatoeba"),
         test_hsk=pick(hsk_test_keys, "hsk"),
+        domain_test={name: pick(keys[0], name) for name, keys in domain_keys.items()},
+        domain_dev={name: pick(keys[1], name) for name, keys in domain_keys.items()},
     )
+
+
+_NUMBER = re.compile(r"(?<![\d.,])\d+(?![\d.,])")
+
+
+def vary_numbers(pairs: list[Pair], seed: int = 13) -> list[Pair]:
+    """One extra copy of every pair whose numbers appear, digit for digit, on both sides, with
+    each such number replaced by another of the same length, so the model learns to copy digits
+    rather than to remember the few numbers its sentences happen to contain."""
+    rng = random.Random(seed)
+    varied = []
+    for pair in pairs:
+        numbers = set(_NUMBER.findall(pair.english))
+        if not numbers or any(n not in set(_NUMBER.findall(pair.chinese)) for n in numbers):
+            continue
+        mapping = {}
+        for number in sorted(numbers):
+            low = 10 ** (len(number) - 1) if len(number) > 1 else 0
+            mapping[number] = str(rng.randint(low, 10 ** len(number) - 1))
+
+        def swap(match: re.Match, mapping: dict[str, str] = mapping) -> str:
+            return mapping.get(match.group(), match.group())
+
+        english, chinese = _NUMBER.sub(swap, pair.english), _NUMBER.sub(swap, pair.chinese)
+        varied.append(Pair(english, chinese, pair.source))
+    return varied
 
 
 def write_tsv(pairs: list[Pair], path: Path) -> None:

@@ -1,7 +1,7 @@
 """Tokenizers: English sub-word pieces (BPE) and Chinese characters.
 
 Both sides share the special tokens and their ids: <pad>=0, <bos>=1, <eos>=2, <unk>=3.
-English is lower-cased, split on whitespace and punctuation, then cut into BPE pieces learned
+English is lower-cased, split on whitespace, punctuation and digits, then cut into BPE pieces learned
 from the training data (a piece that continues a word starts with ``##``). Chinese needs no word
 segmentation here: every character is one token, as in 猫 坐 在 垫 子 上.
 """
@@ -23,6 +23,11 @@ assert [SPECIAL_TOKENS.index(t) for t in SPECIAL_TOKENS] == [PAD_ID, BOS_ID, EOS
 CONTINUATION = "##"
 # NFKC folds full-width punctuation to ASCII when tokenizing; written Chinese uses the full-width
 # forms, so decoding turns these back.
+# words and punctuation, and every digit its own piece, so a number maps digit by digit onto the
+# Chinese side (which also writes one character per digit)
+_PRE_TOKENIZER = pre_tokenizers.Sequence(
+    [pre_tokenizers.Whitespace(), pre_tokenizers.Digits(individual_digits=True)]
+)
 FULL_WIDTH = str.maketrans({",": "，", "?": "？", "!": "！", ":": "：", ";": "；"})
 
 
@@ -36,7 +41,7 @@ class EnglishTokenizer:
     def train(cls, sentences: Iterable[str], vocab_size: int = 8000) -> EnglishTokenizer:
         tokenizer = Tokenizer(models.BPE(unk_token="<unk>", continuing_subword_prefix=CONTINUATION))
         tokenizer.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
-        tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+        tokenizer.pre_tokenizer = _PRE_TOKENIZER
         tokenizer.decoder = decoders.WordPiece(prefix=CONTINUATION)
         trainer = trainers.BpeTrainer(
             vocab_size=vocab_size,
@@ -47,6 +52,10 @@ class EnglishTokenizer:
         )
         tokenizer.train_from_iterator(sentences, trainer)
         return cls(tokenizer)
+
+    def split_digits(self) -> None:
+        """From now on cut numbers into single digits, as newly trained tokenizers do."""
+        self.tokenizer.pre_tokenizer = _PRE_TOKENIZER
 
     @classmethod
     def load(cls, path: Path) -> EnglishTokenizer:

@@ -14,27 +14,39 @@ import json
 import random
 import shutil
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
+from torch import Tensor
 
-from model.data import load_pairs, split_pairs
+from model.data import load_pairs, split_pairs, vary_numbers
 from model.decoding import greedy_batch
+from model.schedule import noam_lr
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, Transformer, TransformerConfig
 
 DEFAULT_OUT = Path(__file__).parent / "checkpoints"
-MAX_SRC_TOKENS = 64
-MAX_TGT_TOKENS = 80
+MAX_SRC_TOKENS = 128
+MAX_TGT_TOKENS = 160
 
 
-def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
-    """lr = factor · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5): rise, then decay as 1/√step."""
-    step = max(step, 1)
-    return factor * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+def smoothed_cross_entropy(logits: Tensor, labels: Tensor, smoothing: float) -> Tensor:
+    """Label-smoothed cross-entropy over the non-padding labels.
+
+    The smoothing mass goes only to tokens decoding can emit: none to <pad> or <bos>, which it
+    never produces, so the model is not taught to keep probability on them.
+    """
+    logits = logits.reshape(-1, logits.size(-1))  # (B·T, V)
+    labels = labels.reshape(-1)
+    keep = labels != PAD_ID
+    log_probs = torch.log_softmax(logits[keep], dim=-1)
+    nll = -log_probs.gather(1, labels[keep, None]).squeeze(1)
+    emittable = torch.ones(logits.size(-1), dtype=torch.bool)
+    emittable[[PAD_ID, BOS_ID]] = False
+    uniform = -log_probs[:, emittable].mean(dim=-1)
+    return ((1 - smoothing) * nll + smoothing * uniform).mean()
 
 
 def make_batches(
@@ -110,6 +122,49 @@ def state_for_saving(model: Transformer) -> dict[str, torch.Tensor]:
     return state
 
 
+def warm_start(
+    path: Path, train_pairs: list
+) -> tuple[EnglishTokenizer, ChineseTokenizer, dict[str, torch.Tensor]]:
+    """Tokenizers and weights of an earlier checkpoint, to continue training on more data.
+
+    The English pieces stay as they were (digits are now split one per piece; single digits are
+    in every BPE alphabet). Chinese characters the new data has and the vocabulary lacks are
+    appended, so every old id keeps its meaning.
+    """
+    english = EnglishTokenizer.load(path / "tokenizer_en.json")
+    english.split_digits()
+    old = ChineseTokenizer.load(path / "vocab_zh.json")
+    grown = ChineseTokenizer.train(p.chinese for p in train_pairs if p.source != "cedict")
+    known = set(old.vocabulary)
+    chinese = ChineseTokenizer(old.vocabulary + [c for c in grown.vocabulary if c not in known])
+    state = load_file(str(path / "weights.safetensors"))
+    return english, chinese, {name: tensor.float() for name, tensor in state.items()}
+
+
+def grown_state(model: Transformer, initial: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The initial weights in the model's shapes: rows for new vocabulary entries keep the fresh
+    model's random initialisation (their output bias starts at zero)."""
+    state = {name: tensor.clone() for name, tensor in model.state_dict().items()}
+    for name, tensor in initial.items():
+        rows = tensor.shape[0]
+        state[name][:rows] = tensor
+    if model.config.tie_output:
+        state["output.weight"] = state["tgt_embedding.tokens.weight"]
+    return state
+
+
+def _init_record(path: Path | None) -> dict | None:
+    """Where training started from, and how many CPU minutes that checkpoint had cost."""
+    if path is None:
+        return None
+    earlier = json.loads((path / "history.json").read_text(encoding="utf-8"))
+    epochs = earlier.get("epochs", [])
+    minutes = (earlier.get("init") or {}).get("total_minutes", 0) + (
+        epochs[-1]["minutes"] if epochs else 0)
+    return {"from": str(path), "epochs": len(epochs), "total_minutes": round(minutes, 1),
+            "train_pairs": earlier.get("train_pairs")}
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with the data files")
@@ -129,6 +184,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--en-vocab", type=int, default=8000)
     parser.add_argument("--average", type=int, default=5, help="average the last N epochs")
     parser.add_argument("--dictionary", action="store_true", help="add CC-CEDICT word pairs")
+    parser.add_argument("--init", type=Path, default=None,
+                        help="start from this checkpoint's weights and vocabularies (new Chinese "
+                             "characters of the training data are added to its vocabulary)")
+    parser.add_argument("--narrow", action="store_true",
+                        help="only Tatoeba and HSK (the first model's data), no wider domains")
+    parser.add_argument("--vary-numbers", action="store_true",
+                        help="add a copy of each pair with numbers, its numbers changed")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     parser.add_argument("--test-size", type=int, default=1000, help="held-out test sentences")
@@ -148,18 +210,25 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
 
     splits = split_pairs(
-        load_pairs(args.data, use_dictionary=args.dictionary), seed=args.seed,
-        n_test=args.test_size, n_dev=args.dev_size, n_test_hsk=min(300, args.test_size),
+        load_pairs(args.data, use_dictionary=args.dictionary, wide=not args.narrow),
+        seed=args.seed, n_test=args.test_size, n_dev=args.dev_size,
+        n_test_hsk=min(300, args.test_size),
     )
     train_pairs = splits.train[: args.limit] if args.limit else splits.train
+    if args.vary_numbers:
+        train_pairs = train_pairs + vary_numbers(train_pairs, args.seed)
+    dev_pairs = splits.dev_mix()
     print(
-        f"pairs: train {len(train_pairs)}, dev {len(splits.dev)}, test {len(splits.test)}, "
-        f"test-hsk {len(splits.test_hsk)}",
+        f"pairs: train {len(train_pairs)}, dev {len(dev_pairs)}, "
+        + ", ".join(f"{name} {len(pairs)}" for name, pairs in splits.test_sets().items()),
         flush=True,
     )
+    initial = None
     if (args.work / "state.pt").exists():  # resuming: keep the exact vocabularies
         english = EnglishTokenizer.load(args.work / "tokenizer_en.json")
         chinese = ChineseTokenizer.load(args.work / "vocab_zh.json")
+    elif args.init:
+        english, chinese, initial = warm_start(args.init, train_pairs)
     else:
         english = EnglishTokenizer.train((p.english for p in train_pairs), args.en_vocab)
         chinese = ChineseTokenizer.train(p.chinese for p in train_pairs if p.source != "cedict")
@@ -169,17 +238,24 @@ def main(argv: list[str] | None = None) -> None:
         tgt = chinese.encode(pair.chinese)
         if 1 < len(src) <= MAX_SRC_TOKENS and 0 < len(tgt) < MAX_TGT_TOKENS:
             examples.append((src, tgt))
-    config = TransformerConfig(
-        src_vocab_size=english.vocab_size,
-        tgt_vocab_size=chinese.vocab_size,
-        d_model=args.d_model,
-        n_heads=args.heads,
-        n_encoder_layers=args.layers,
-        n_decoder_layers=args.layers,
-        d_ff=args.d_ff,
-        dropout=args.dropout,
-    )
+    if args.init:  # the architecture is the initial checkpoint's
+        base = TransformerConfig.load(args.init / "config.json")
+        config = replace(base, src_vocab_size=english.vocab_size,
+                         tgt_vocab_size=chinese.vocab_size, dropout=args.dropout)
+    else:
+        config = TransformerConfig(
+            src_vocab_size=english.vocab_size,
+            tgt_vocab_size=chinese.vocab_size,
+            d_model=args.d_model,
+            n_heads=args.heads,
+            n_encoder_layers=args.layers,
+            n_decoder_layers=args.layers,
+            d_ff=args.d_ff,
+            dropout=args.dropout,
+        )
     model = Transformer(config)
+    if initial is not None:
+        model.load_state_dict(grown_state(model, initial), strict=True)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: noam_lr(step + 1, config.d_model, args.warmup, args.lr_factor)
@@ -188,6 +264,7 @@ def main(argv: list[str] | None = None) -> None:
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "config": asdict(config),
         "train_pairs": len(examples),
+        "init": _init_record(args.init),
         "steps": [],
         "epochs": [],
     }
@@ -205,8 +282,8 @@ def main(argv: list[str] | None = None) -> None:
     english.save(args.work / "tokenizer_en.json")
     chinese.save(args.work / "vocab_zh.json")
 
-    dev_src = [p.english for p in splits.dev]
-    dev_ref = [p.chinese for p in splits.dev]
+    dev_src = [p.english for p in dev_pairs]
+    dev_ref = [p.chinese for p in dev_pairs]
     # minutes already spent before a resume, so the curve's time axis stays cumulative
     earlier = history["epochs"][-1]["minutes"] if history["epochs"] else 0.0
     started = time.time() - earlier * 60
@@ -218,10 +295,7 @@ def main(argv: list[str] | None = None) -> None:
         for batch in progress:
             src, tgt_in, labels = collate([examples[i] for i in batch])
             logits = model(src, tgt_in)
-            loss = F.cross_entropy(
-                logits.view(-1, logits.size(-1)), labels.view(-1),
-                ignore_index=PAD_ID, label_smoothing=args.label_smoothing,
-            )
+            loss = smoothed_cross_entropy(logits, labels, args.label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip))
@@ -270,7 +344,10 @@ def finish(model, english, chinese, history, args, dev_src, dev_ref) -> None:
     final_state = state_for_saving(model)
     if len(candidates) > 1:
         averaged = average_weights(candidates)
-        model.load_state_dict(averaged, strict=False)
+        loadable = dict(averaged)
+        if model.config.tie_output:  # stored once, as the Chinese embedding
+            loadable["output.weight"] = averaged["tgt_embedding.tokens.weight"]
+        model.load_state_dict(loadable, strict=True)
         bleu, chrf = bleu_chrf(translate_batch(model, english, chinese, dev_src), dev_ref)
         print(f"averaged {len(candidates)} epochs: dev BLEU {bleu}, chrF {chrf}", flush=True)
         if bleu >= last["dev_bleu"]:

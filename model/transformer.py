@@ -118,14 +118,23 @@ class Embedding(nn.Module):
 
 
 def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, record: dict | None = None
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None = None,
+    record: dict | None = None,
+    dropout: nn.Module | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """softmax(QKᵀ / √d_k, masked) · V, written out step by step. Returns (output, weights)."""
+    """softmax(QKᵀ / √d_k, masked) · V, written out step by step. Returns (output, weights).
+
+    In training, ``dropout`` drops attention weights before they mix the values (as in the
+    reference implementations); the returned and recorded weights are the undropped ones.
+    """
     raw = q @ k.transpose(-2, -1)
     scaled = raw / math.sqrt(q.size(-1))
     masked = scaled if mask is None else scaled.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(masked, dim=-1)
-    output = weights @ v
+    output = (weights if dropout is None else dropout(weights)) @ v
     if record is not None:
         record.update(q=q, k=k, v=v, raw=raw, scaled=scaled, masked=masked, weights=weights)
     return output, weights
@@ -174,8 +183,7 @@ class MultiHeadAttention(nn.Module):
                     k = torch.cat([cache["k"], k], dim=2)
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, record)
-        heads = self.dropout(heads)
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, record, self.dropout)
         batch, _, length, _ = heads.shape
         merged = heads.transpose(1, 2).reshape(batch, length, self.n_heads * self.d_head)
         return self.w_o(merged), weights

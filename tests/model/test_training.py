@@ -38,7 +38,7 @@ def test_training_learns_a_synthetic_task(tmp_path):
         "--epochs", "20", "--batch-tokens", "150", "--warmup", "100", "--lr-factor", "2",
         "--d-model", "32", "--heads", "2", "--layers", "1", "--d-ff", "64", "--dropout", "0",
         "--en-vocab", "60", "--average", "2", "--test-size", "40", "--dev-size", "40",
-        "--no-progress", "--threads", "1",
+        "--no-progress", "--threads", "1", "--narrow",
     ])
     history = json.loads((out / "history.json").read_text())
     first, last = history["steps"][0]["loss"], history["epochs"][-1]["train_loss"]
@@ -46,3 +46,34 @@ def test_training_learns_a_synthetic_task(tmp_path):
     assert history["epochs"][-1]["dev_bleu"] > 50
     translator = Translator.load(out)
     assert translator.translate("two five one", DecodingOptions()).translation == "二五一"
+
+
+def test_warm_start_grows_the_vocabulary_and_keeps_old_ids(tmp_path):
+    """``--init`` continues from a checkpoint on wider data: new Chinese characters are appended,
+    every old id keeps its character and its trained embedding row at the start."""
+    _write_synthetic_data(tmp_path / "data")
+    first = tmp_path / "first"
+    common = ["--batch-tokens", "150", "--warmup", "50", "--dropout", "0", "--test-size", "40",
+              "--dev-size", "40", "--no-progress", "--threads", "1", "--average", "1"]
+    train_main(["--data", str(tmp_path / "data"), "--out", str(first), "--work", str(tmp_path / "w1"),
+                "--epochs", "1", "--d-model", "32", "--heads", "2", "--layers", "1", "--d-ff", "64",
+                "--en-vocab", "60", "--narrow", *common])
+    rng = random.Random(1)
+    wide = {"seven": "七", "eight": "八", **WORDS}
+    for name in ("3am-captions-en-zh.tsv", "tico19-en-zh.tsv", "ntrex128-en-zh.tsv"):
+        rows = set()
+        while len(rows) < 60:
+            words = [rng.choice(list(wide)) for _ in range(rng.randint(2, 5))]
+            rows.add(f"{' '.join(words)} 12\t{''.join(wide[w] for w in words)}12")
+        (tmp_path / "data" / name).write_text("\n".join(sorted(rows)) + "\n", encoding="utf-8")
+    second = tmp_path / "second"
+    train_main(["--data", str(tmp_path / "data"), "--out", str(second), "--work", str(tmp_path / "w2"),
+                "--epochs", "1", "--init", str(first), "--vary-numbers", *common])
+    old, new = Translator.load(first), Translator.load(second)
+    assert new.chinese.vocabulary[: old.chinese.vocab_size] == old.chinese.vocabulary
+    assert {"七", "八"} <= set(new.chinese.vocabulary[old.chinese.vocab_size :])
+    assert new.model.config.d_model == 32 and new.model.config.n_encoder_layers == 1
+    pieces = new.english.tokenizer.pre_tokenizer.pre_tokenize_str("in 2024")
+    assert [piece for piece, _ in pieces] == ["in", "2", "0", "2", "4"]
+    history = json.loads((second / "history.json").read_text())
+    assert history["init"]["from"] == str(first) and history["init"]["epochs"] == 1
