@@ -463,3 +463,17 @@ def test_chinese_and_narrow_screen(browser, server):
     finally:
         context.close()
     assert errors == []
+
+
+def test_user_text_is_never_markup(page, server):
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    text = '<img src=x onerror=alert(1)> the cat "sits" & <b>purrs</b>'
+    page.goto(f"{server}/xray?text={quote(text)}&max_len=8&frame=8")
+    ready(page)
+    assert page.locator("main img").count() == 0
+    assert page.locator("main b", has_text="purrs").count() == 0
+    tokens = page.locator('.xr-row[data-key="enc-tokens"] .xr-token').all_text_contents()
+    assert "cat" in tokens and "<unk>" in tokens  # shown as text, never parsed
+    assert page.locator("#text").input_value() == text
+    assert dialogs == []
