@@ -24,6 +24,7 @@ from bench.common import machine, percentiles, sentences
 from bench.server import LiveServer
 from model.translator import DEFAULT_CHECKPOINT
 
+XRAY = "/xray"  # where the page is served
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
 # Count animation frames for ``ms`` milliseconds; resolves to the number and the longest gap.
@@ -57,10 +58,10 @@ def run(checkpoint, visits: int, play_seconds: float) -> dict:
     with LiveServer(checkpoint, env={"ITT_ACCESS_LOG": "false"}) as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-        url = f"{server.url}/xray?text={quote(warm_text)}"
+        url = f"{server.url}{XRAY}?text={quote(warm_text)}"
         drawn_ms(page, url)  # unmeasured: warms the server, its caches and the browser cache
         cached = [drawn_ms(page, url) for _ in range(visits)]
-        new = [drawn_ms(page, f"{server.url}/xray?text={quote(text)}") for text in fresh[:visits]]
+        new = [drawn_ms(page, f"{server.url}{XRAY}?text={quote(text)}") for text in fresh[:visits]]
         results["drawn_cached_ms"] = percentiles(cached)
         results["drawn_new_sentence_ms"] = percentiles(new)
         page.goto(url)
@@ -95,7 +96,7 @@ def screenshots(checkpoint, folder: Path) -> list[Path]:
             context = browser.new_context(viewport={"width": width, "height": height},
                                           extra_http_headers={"Accept-Language": lang})
             page = context.new_page()
-            page.goto(f"{server.url}/xray?text={quote(SEED)}{query}")
+            page.goto(f"{server.url}{XRAY}?text={quote(SEED)}{query}")
             page.locator("body[data-xray=ready]").wait_for()
             page.locator("body.busy").wait_for(state="detached")
             return context, page

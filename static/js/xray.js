@@ -974,7 +974,7 @@
     const query = ITT.params();
     query.delete("forced");
     query.delete("frame");
-    $("xr-reset").setAttribute("href", `/xray?${query}`);
+    $("xr-reset").setAttribute("href", `${window.location.pathname}?${query}`);
   }
 
   // -- beam search as a lineage tree ------------------------------------------------------------------

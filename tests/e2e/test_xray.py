@@ -20,6 +20,7 @@ from tests.e2e.conftest import ARTIFACTS, ROOT, free_port, shot
 
 pytestmark = pytest.mark.e2e
 SEED = "The cat sits on the mat."
+XRAY = "/xray"  # where the page is served
 ENC_SUBS = 6
 DEC_SUBS = 7
 DEC_BLOCKS = ["self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "add_norm3"]
@@ -79,7 +80,7 @@ def ready(page) -> None:
 
 
 def open_page(page, server: str, query: str = "") -> None:
-    page.goto(f"{server}/xray?text={quote(SEED)}{query}")
+    page.goto(f"{server}{XRAY}?text={quote(SEED)}{query}")
     ready(page)
 
 
@@ -469,7 +470,7 @@ def test_user_text_is_never_markup(page, server):
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     text = '<img src=x onerror=alert(1)> the cat "sits" & <b>purrs</b>'
-    page.goto(f"{server}/xray?text={quote(text)}&max_len=8&frame=8")
+    page.goto(f"{server}{XRAY}?text={quote(text)}&max_len=8&frame=8")
     ready(page)
     assert page.locator("main img").count() == 0
     assert page.locator("main b", has_text="purrs").count() == 0
