@@ -12,17 +12,20 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # torch from the CPU-only wheel index (no CUDA libraries), in its own layer so that code changes
-# do not download it again. The version is the one pinned in pyproject.toml.
-RUN pip install "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
+# do not download it again. The version is the one pinned in requirements.lock.
+RUN pip install "torch==2.13.0+cpu" --index-url https://download.pytorch.org/whl/cpu
 
 WORKDIR /srv/inside-transformer
+# every other package exactly as locked (hashes checked); torch is already satisfied
+COPY requirements.lock ./
+RUN pip install --require-hashes -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY model/ model/
 COPY app/ app/
 COPY templates/ templates/
 COPY static/ static/
 # Editable: the app reads templates/ and static/ next to its package, as in a checkout.
-RUN pip install -e . \
+RUN pip install --no-deps -e . \
     && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin app
 
 USER app

@@ -13,6 +13,7 @@ import argparse
 import json
 import random
 import shutil
+import signal
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -165,6 +166,19 @@ def _init_record(path: Path | None) -> dict | None:
             "train_pairs": earlier.get("train_pairs")}
 
 
+class GracefulStop:
+    """SIGTERM or SIGINT ends the current epoch after the running step; the epoch is then scored,
+    saved and the checkpoint shipped as usual, so a run can be cut short without losing it."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._request)
+
+    def _request(self, signum, frame) -> None:
+        self.requested = True
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with the data files")
@@ -282,6 +296,7 @@ def main(argv: list[str] | None = None) -> None:
     english.save(args.work / "tokenizer_en.json")
     chinese.save(args.work / "vocab_zh.json")
 
+    stop = GracefulStop()
     dev_src = [p.english for p in dev_pairs]
     dev_ref = [p.chinese for p in dev_pairs]
     # minutes already spent before a resume, so the curve's time axis stays cumulative
@@ -293,6 +308,8 @@ def main(argv: list[str] | None = None) -> None:
         progress = _progress(batches, epoch, args)
         epoch_loss, epoch_tokens = 0.0, 0
         for batch in progress:
+            if stop.requested:
+                break
             src, tgt_in, labels = collate([examples[i] for i in batch])
             logits = model(src, tgt_in)
             loss = smoothed_cross_entropy(logits, labels, args.label_smoothing)
@@ -319,6 +336,8 @@ def main(argv: list[str] | None = None) -> None:
             "epoch": epoch, "step": step, "train_loss": round(epoch_loss / epoch_tokens, 4),
             "dev_bleu": bleu, "dev_chrf": chrf, "minutes": round((time.time() - started) / 60, 2),
         }
+        if stop.requested:
+            record["stopped_early"] = True  # this epoch saw only part of the data
         history["epochs"].append(record)
         print(json.dumps(record), flush=True)
         save_file(state_for_saving(model), str(args.work / f"epoch{epoch:03d}.safetensors"))
@@ -332,6 +351,9 @@ def main(argv: list[str] | None = None) -> None:
             state_path.with_suffix(".tmp"),
         )
         state_path.with_suffix(".tmp").replace(state_path)
+        if stop.requested:
+            print(f"stopped by signal during epoch {epoch}: finishing with what was learned", flush=True)
+            break
 
     finish(model, english, chinese, history, args, dev_src, dev_ref)
 

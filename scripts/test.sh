@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Install everything the tests need (Python packages, Debian's Chromium for the browser tests)
-# and run the whole suite. Usage: bash scripts/test.sh [extra pytest arguments]
+# Install exactly the locked packages (requirements-dev.lock, hashes checked), the project itself,
+# Debian's Chromium for the browser tests, then run the whole suite.
+# Usage: bash scripts/test.sh [extra pytest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+PIP=(python -m pip --disable-pip-version-check)
+"${PIP[@]}" install --quiet --require-hashes -r requirements-dev.lock
+"${PIP[@]}" install --quiet --no-deps --no-build-isolation -e ".[dev]"
 
 # Chromium for the browser tests, and a Chinese font so screenshots show the characters.
 if [ ! -x /usr/bin/chromium ] || ! fc-list 2>/dev/null | grep -qi "wenquanyi\|wqy"; then

@@ -20,16 +20,51 @@ ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+RUN_COMMAND = ("pip install --require-hashes -r requirements.lock && pip install --no-deps -e . "
+               "&& python -m app")
+
+
 def test_readme_has_the_two_commands():
-    assert "pip install -e . && python -m app" in README
+    assert RUN_COMMAND in README
     assert "bash scripts/test.sh" in README
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_test_command_in_a_new_virtual_environment():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "bash scripts/test.sh" in ci
+    assert "-m venv" in ci and "activate" in ci
+    assert ci.index("-m venv") < ci.index("bash scripts/test.sh")
     script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
-    assert '-e ".[dev]"' in script and "pytest" in script and "ruff check" in script
+    assert "--require-hashes -r requirements-dev.lock" in script
+    assert "--no-deps" in script and "pytest" in script and "ruff check" in script
+
+
+def _locked(name: str) -> dict[str, str]:
+    """package → pinned version in a lock file; every pin carries at least one hash."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    pins = {}
+    for block in text.split("\n"):
+        if "==" in block and not block.startswith((" ", "#")):
+            package, version = block.split(" ")[0].split("==")
+            pins[package.lower()] = version
+    assert text.count("--hash=sha256:") >= len(pins)
+    return pins
+
+
+def test_locks_pin_every_dependency_and_agree():
+    """Both locks pin every dependency pyproject.toml names, and the same version where they share one."""
+    import re
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    runtime, dev = _locked("requirements.lock"), _locked("requirements-dev.lock")
+
+    def name(requirement: str) -> str:
+        return re.split(r"[\[<>=!~ ]", requirement, maxsplit=1)[0].lower()
+
+    assert {name(r) for r in project["dependencies"]} <= set(runtime)
+    assert {name(r) for r in project["optional-dependencies"]["dev"]} <= set(dev)
+    assert set(runtime) <= set(dev)
+    assert all(dev[package] == version for package, version in runtime.items())
+    assert runtime["torch"].startswith("2.13.0")  # the CPU build on this project's machines
 
 
 def test_dev_extra_has_what_the_tests_import():
