@@ -21,6 +21,7 @@
   const DIST_ROWS = 15;
   const UNFORCEABLE = ["<pad>", "<bos>"];
   const COLOURS = { encoder: "#0072b2", decoder_self: "#d55e00", cross: "#009e73" };
+  const HEAD_COLOURS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7f7f00", "#000000"];
 
   const S = {
     trace: null, xr: null, original: null, req: null, frames: [], frame: 0, playing: false,
@@ -67,7 +68,7 @@
 
   function headWeights(matrix) {
     // matrix: [head][query][key] → [query][key] for the chosen head or the average of all
-    if (S.head !== "avg") return matrix[Number(S.head)];
+    if (S.head !== "avg" && S.head !== "all") return matrix[Number(S.head)];
     const H = matrix.length;
     return matrix[0].map((row, q) => row.map((_, k) => {
       let s = 0;
@@ -413,7 +414,10 @@
   function attentionLines(row, frame, visible, focus) {
     const out = [];
     if (row.side === "decoder" && visible === 0) return out;
-    const weights = headWeights(attentionMatrix(row));
+    const matrix = attentionMatrix(row);
+    const layers = S.head === "all"
+      ? matrix.map((weights, h) => ({ weights, colour: HEAD_COLOURS[h % HEAD_COLOURS.length], h, scale: 0.8 }))
+      : [{ weights: headWeights(matrix), colour: COLOURS[row.kind], h: S.head, scale: 1 }];
     const queries = laneCount(row.side);
     const keys = row.kind === "cross" ? S.trace.source_tokens.length : queries;
     const q = lanes(row.width, queries);
@@ -421,7 +425,6 @@
     const top = row.kind === "cross" ? MEMORY_H + 14 : 0;
     const bottom = row.stripY - 1;
     const mid = (top + bottom) / 2;
-    const colour = COLOURS[row.kind];
     const limit = row.side === "decoder" ? Math.min(visible, queries) : queries;
     const currentQuery = row.side === "decoder" ? limit - 1 : null;
     for (let i = 0; i < limit; i++) {
@@ -430,18 +433,20 @@
       else if (currentQuery !== null) strength = i === currentQuery ? 1 : 0.22;
       else strength = frame.t === 0 ? 0.55 : 0.25;
       if (strength === 0) continue;
-      const rowWeights = weights[i];
-      for (let j = 0; j < keys; j++) {
-        const wgt = rowWeights[j];
-        if (!(wgt >= 0.03)) continue;
-        const kx = k.x(j);
-        const qx = q.x(i);
-        out.push(svg("path", {
-          d: `M${kx.toFixed(1)},${top} C${kx.toFixed(1)},${mid} ${qx.toFixed(1)},${mid} ${qx.toFixed(1)},${bottom}`,
-          fill: "none", stroke: colour, "stroke-width": (0.6 + 3.6 * wgt).toFixed(2),
-          "stroke-opacity": (strength * (0.15 + 0.85 * wgt)).toFixed(3), "data-q": i, "data-k": j,
-          "data-w": wgt.toFixed(4),
-        }));
+      for (const { weights, colour, h, scale } of layers) {
+        const rowWeights = weights[i];
+        for (let j = 0; j < keys; j++) {
+          const wgt = rowWeights[j];
+          if (!(wgt >= 0.03)) continue;
+          const kx = k.x(j);
+          const qx = q.x(i);
+          out.push(svg("path", {
+            d: `M${kx.toFixed(1)},${top} C${kx.toFixed(1)},${mid} ${qx.toFixed(1)},${mid} ${qx.toFixed(1)},${bottom}`,
+            fill: "none", stroke: colour, "stroke-width": (0.6 + 3.6 * wgt * scale).toFixed(2),
+            "stroke-opacity": (strength * scale * (0.15 + 0.85 * wgt)).toFixed(3), "data-q": i, "data-k": j,
+            "data-w": wgt.toFixed(4), "data-h": h,
+          }));
+        }
       }
     }
     return out;
@@ -858,6 +863,20 @@
     const step = S.trace.steps[stepIndex];
     const vocab = S.xr.vocab;
     const body = $("xr-dist-body");
+    if (body.xrFor === S.trace && body.xrStep === stepIndex) {
+      // same rows (ordered by the model's own probability): update in place so the bars glide
+      for (const tr of body.children) {
+        const id = Number(tr.dataset.id);
+        tr.dataset.new = probs[id].toFixed(6);
+        tr.classList.toggle("xr-cut", cut.has(id));
+        const bar = tr.querySelector(".xr-new");
+        bar.firstChild.style.width = `${(probs[id] * 100).toFixed(2)}%`;
+        bar.lastChild.textContent = cut.has(id) ? t(cut.get(id) === "k" ? "xray.cut_k" : "xray.cut_p") : fixed(probs[id], 4);
+      }
+      return;
+    }
+    body.xrFor = S.trace;
+    body.xrStep = stepIndex;
     body.replaceChildren(...order.map((id) => {
       const tr = el("tr");
       tr.dataset.token = vocab[id];
@@ -1063,7 +1082,7 @@
     row.panel.hidden = !open;
     row.headButton.setAttribute("aria-expanded", open ? "true" : "false");
     if (open) {
-      S.open.set(row.key, { row, position: null, head: S.head === "avg" ? 0 : Number(S.head) });
+      S.open.set(row.key, { row, position: null, head: /^\d+$/.test(S.head) ? Number(S.head) : 0 });
       refreshOpenPanels();
     } else {
       S.open.delete(row.key);
@@ -1137,6 +1156,52 @@
     return canvas;
   }
 
+  /** The head's whole weight matrix (from the trace): rows are queries, columns keys; masked
+      cells hatched. Hovering a cell names it and gives its weight. */
+  function heatmapStep(row, head, position) {
+    const matrix = attentionMatrix(row)[head];
+    const queryTokens = row.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input;
+    const keyTokens = row.kind === "cross" || row.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input;
+    const rows = row.side === "decoder" ? Math.min(position + 1, matrix.length) : matrix.length;
+    const cols = keyTokens.length;
+    const cell = Math.max(3, Math.min(18, Math.floor(300 / Math.max(cols, rows))));
+    const canvas = document.createElement("canvas");
+    canvas.width = cols * cell;
+    canvas.height = rows * cell;
+    canvas.className = "xr-heatmap";
+    const ctx = canvas.getContext("2d");
+    for (let i = 0; i < rows; i++) {
+      for (let j = 0; j < cols; j++) {
+        const masked = row.kind === "decoder_self" && j > i;
+        ctx.fillStyle = masked ? "#d9d9d9" : `rgba(0, 114, 178, ${Math.min(1, matrix[i][j]).toFixed(3)})`;
+        ctx.fillRect(j * cell, i * cell, cell - (cell > 5 ? 1 : 0), cell - (cell > 5 ? 1 : 0));
+        if (masked && cell > 5) {
+          ctx.strokeStyle = "#aaa";
+          ctx.beginPath();
+          ctx.moveTo(j * cell, (i + 1) * cell - 1);
+          ctx.lineTo((j + 1) * cell - 1, i * cell);
+          ctx.stroke();
+        }
+      }
+    }
+    ctx.strokeStyle = "#e69f00";
+    ctx.lineWidth = 2;
+    ctx.strokeRect(1, Math.min(position, rows - 1) * cell + 1, cols * cell - 2, cell - 2);
+    canvas.addEventListener("mousemove", (event) => {
+      const box = canvas.getBoundingClientRect();
+      const j = Math.floor(((event.clientX - box.left) / box.width) * cols);
+      const i = Math.floor(((event.clientY - box.top) / box.height) * rows);
+      if (i < 0 || j < 0 || i >= rows || j >= cols) return;
+      const masked = row.kind === "decoder_self" && j > i;
+      canvas.title = `${queryTokens[i]} → ${keyTokens[j]}: ${masked ? "−∞ → 0" : fixed(matrix[i][j], 4)}`;
+    });
+    canvas.setAttribute("role", "img");
+    canvas.setAttribute("aria-label", t("xray.b.heatmap", { h: head + 1 }));
+    const box = el("div");
+    box.append(canvas, el("div", t("xray.b.heatmap", { h: head + 1 }), "xr-vals"));
+    return step("heatmap", t("xray.heatmap"), `${rows}×${cols}`, box);
+  }
+
   function step(name, label, dims, visual, vector, count = 8) {
     const line = el("div", null, "xr-step");
     line.dataset.step = name;
@@ -1172,7 +1237,10 @@
       cell.append(el("span", keys[i], "xr-k"), el("span", v === null ? "−∞" : fixed(v, 4)));
       cell.dataset.value = v === null ? "-inf" : String(v);
       cell.dataset.key = keys[i];
-      if (kind === "weights" && v !== null) cell.style.background = `rgba(0, 114, 178, ${Math.min(0.85, v).toFixed(3)})`;
+      if (kind === "weights" && v !== null) {
+        cell.style.background = `rgba(0, 114, 178, ${Math.min(0.85, v).toFixed(3)})`;
+        if (v > 0.45) cell.classList.add("xr-strong");
+      }
       if (v === null) cell.title = t("xray.b.future");
       box.append(cell);
     });
@@ -1191,7 +1259,7 @@
     if (row.type === "attention") {
       carried.set("kind", row.kind);
       carried.set("layer", String(row.layer));
-      carried.set("head", String(S.head === "avg" ? 0 : S.head));
+      carried.set("head", String(/^\d+$/.test(S.head) ? S.head : 0));
       carried.set("q", String(data.position));
       path = "/attention";
     } else if (row.side === "decoder" && row.block !== "embedding") {
@@ -1250,6 +1318,7 @@
       parts.push(cells("scaled", t("xray.b.scaled", { s: fixed(Math.sqrt(data.d_k), 0) }), `1×${n}`, keys, head.scaled));
       parts.push(cells("masked", t("xray.b.masked"), `1×${n}`, keys, head.masked));
       parts.push(cells("weights", t("xray.b.weights"), `1×${n}`, keys, head.weights, "weights"));
+      parts.push(heatmapStep(row, state.head, data.position));
       parts.push(previewStep("w_v", t(cross ? "xray.b.wv_memory" : "xray.b.wv"), data.weights.w_v));
       parts.push(step("v", t("xray.b.v"), `${n}×${data.d_k}`, matrixCanvas(head.v, 4)));
       parts.push(vectorStep("out", t("xray.b.out"), head.out, `1×${data.d_k}`));
@@ -1310,7 +1379,7 @@
       for (const value of query.getAll("forced")) carried.append("forced", value);
       carried.set("kind", row.kind);
       carried.set("layer", String(row.layer));
-      carried.set("head", String(S.head === "avg" ? 0 : S.head));
+      carried.set("head", String(/^\d+$/.test(S.head) ? S.head : 0));
       row.heatLink.href = `/attention?${carried}`;
     }
   }
@@ -1340,7 +1409,7 @@
     buildTokens();
     const query = ITT.params();
     const head = query.get("head");
-    S.head = head !== null && /^\d+$/.test(head) && Number(head) < cfg.n_heads ? head : "avg";
+    S.head = head === "all" || (head !== null && /^\d+$/.test(head) && Number(head) < cfg.n_heads) ? head : "avg";
     $("xr-head").value = S.head;
     const frame = Number.parseInt(query.get("frame") || "", 10);
     S.frame = Number.isInteger(frame) ? Math.max(0, Math.min(S.frames.length - 1, frame)) : 0;
@@ -1376,7 +1445,7 @@
       saveFrame();
       heatLinks();
       render();
-      if (S.head === "avg") return;
+      if (S.head === "avg" || S.head === "all") return;
       for (const state of S.open.values()) {  // opened attention blocks show the same head
         if (state.data && state.data.heads) { state.head = Number(S.head); renderBlock(state); }
       }

@@ -298,6 +298,9 @@ def test_attention_lines_follow_the_focused_token(page, server):
     for k, w in head.items():
         assert close(w, trace["decoder"][2]["cross_attention"][2][1][k], 1e-3)
     assert parse_qs(urlsplit(page.url).query)["head"] == ["2"]
+    page.select_option("#xr-head", "all")  # every head at once, one colour each (as BertViz does)
+    heads = set(cross.evaluate_all("ps => ps.map(p => p.dataset.h)"))
+    assert heads <= {"0", "1", "2", "3"} and len(heads) >= 2
     # hovering an English token keeps only its own lines in every encoder layer
     page.locator('.xr-row[data-key="enc-tokens"] .xr-token').nth(1).hover()
     queries = set(page.locator('.xr-row[data-key="e-0-self_attention"] path').evaluate_all(
@@ -319,7 +322,7 @@ def test_open_every_kind_of_block_and_compare_with_the_trace(page, server):
     assert None not in cell_values(panel, "masked")
     assert all_close(cell_values(panel, "weights"), trace["encoder"][0]["self_attention"][0][1], 1e-3)
     for step in ("x", "w_q", "q_full", "split", "q", "k", "raw", "scaled", "masked", "weights",
-                 "w_v", "v", "out", "concat", "w_o", "output"):
+                 "heatmap", "w_v", "v", "out", "concat", "w_o", "output"):
         assert panel.locator(f'.xr-step[data-step="{step}"]').count() == 1, step
     assert "÷ √d_k = ÷ 8" in panel.text_content()
     # masked decoder self-attention: the future is −∞, drawn and labelled
