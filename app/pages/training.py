@@ -125,7 +125,7 @@ def training_history(translator: TranslatorDep, t: PageText) -> dict:
         "warmup": warmup,
         "lr_factor": factor,
         "peak_lr": noam_lr(warmup, d, warmup, factor),
-        "settings": settings,
+        "settings": public_settings(settings),
         "final": history.get("final"),
         "epochs": epochs,
         "has_history": bool(steps or epochs),
@@ -141,6 +141,12 @@ def training_history(translator: TranslatorDep, t: PageText) -> dict:
             if epochs else None,
         },
     }
+
+
+def public_settings(settings: dict) -> dict:
+    """The training settings without the training machine's paths (--data, --out, --work, ...)."""
+    return {name: value for name, value in settings.items()
+            if not (isinstance(value, str) and ("/" in value or "\\" in value))}
 
 
 # -- figures --------------------------------------------------------------------------------------
