@@ -33,7 +33,7 @@ def page(request: Request, lang: LanguageDep,
          step: Annotated[str, Query(max_length=4)] = "0") -> HTMLResponse:
     """One stop of the guided tour; an out-of-range ``step`` shows the nearest stop."""
     last = len(TOUR) - 1
-    # isdecimal() alone accepts other scripts' digits ("٣"); "²" passes isdigit() but not int()
+    # "²" passes isdigit() but not int(); only ASCII digits are a step number
     step = min(last, max(0, int(step))) if step.isascii() and step.isdecimal() else 0
     path, stage, key = TOUR[step]
     return render_page(request, "tour", lang, step=step, steps=TOUR, tour_path=path,
