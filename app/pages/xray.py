@@ -13,14 +13,16 @@ from the loaded translator, computed on the same token ids:
 
 from __future__ import annotations
 
+import base64
 import math
 import threading
 from collections import OrderedDict
 from typing import Literal
 from weakref import WeakKeyDictionary
 
+import orjson
 import torch
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 from pydantic import Field
 
@@ -38,8 +40,6 @@ from model.translator import InputError, Translator
 # model's own modules on the model thread from the same ids rather than stored in every trace.
 router = APIRouter()
 
-STATE_DIGITS = 2  # colour strips: two decimals are far finer than a colour can show
-LOGIT_DIGITS = 3  # in-browser softmax: 3 decimals keep every probability within ~1e-3 relative
 BLOCK_DIGITS = 4
 PREVIEW = 32  # weight matrices are shown as PREVIEW × PREVIEW block means (honestly labelled)
 OUTPUT_TOP = 20
@@ -133,33 +133,47 @@ def _round(values: torch.Tensor, digits: int) -> list:
     return torch.round(values.detach().double(), decimals=digits).tolist()
 
 
+def _strip(vectors: torch.Tensor) -> dict:
+    """(L, D) vectors → one scale and int8 codes (base64, row-major): value ≈ code / 127 × scale.
+
+    The strips are colours, so 1/127 of the stage's largest value is finer than any colour step;
+    the exact numbers are in the trace and in the opened blocks.
+    """
+    scale = float(vectors.abs().max()) or 1.0
+    codes = torch.round(vectors / scale * 127).to(torch.int8).contiguous()
+    return {"scale": scale, "shape": list(vectors.shape),
+            "codes": base64.b64encode(codes.numpy().tobytes()).decode("ascii")}
+
+
 @router.post("/api/xray", responses=ERRORS, tags=["x-ray"])
-def xray_data(request: XrayRequest, engine: EngineDep, translator: TranslatorDep) -> dict:
+def xray_data(request: XrayRequest, engine: EngineDep, translator: TranslatorDep) -> Response:
     """Every token's vector after every stage, and every step's logits over the vocabulary.
 
-    ``encoder.values[stage][position]`` and ``decoder.values[stage][position]`` are full d_model
-    vectors; ``logits[step]`` has one entry per Chinese vocabulary id (null where the model may
-    never produce the token: <pad>, <bos>), so softmax(logits / T), top-k and top-p can be redone
-    in the browser exactly as ``model.decoding.filter_distribution`` does.
+    ``encoder.values[stage]`` and ``decoder.values[stage]`` hold every position's full d_model
+    vector as int8 codes with one scale (see ``_strip``). ``logits`` is steps × vocabulary,
+    little-endian float32 in base64, exactly the model's numbers (−inf where the model may never
+    produce the token: <pad>, <bos>), so softmax(logits / T), top-k and top-p can be redone in the
+    browser as ``model.decoding.filter_distribution`` does.
     """
     trace, _ = engine.trace(request)
     record = RECORDS.get(engine, request, trace)
-    steps = len(trace.steps)
-    logits = record["logits"][:steps]
-    rows = [[None if math.isinf(x) else x for x in row] for row in _round(logits, LOGIT_DIGITS)]
-    sides = {}
-    for side in ("encoder", "decoder"):
-        stages = _stages(record[side], side)
-        sides[side] = {
-            "stages": [{"name": name, "layer": layer} for name, layer, _ in stages],
-            "values": [_round(vectors, STATE_DIGITS) for _, _, vectors in stages],
-        }
-    return {
-        "vocab": translator.chinese.vocabulary,
-        "logits": rows,
-        "length_penalty": trace.options.get("length_penalty", 0.6),
-        **sides,
-    }
+    if "payload" not in record:  # serialised once per recorded pass (orjson, as /api/trace)
+        logits = record["logits"][: len(trace.steps)].float().contiguous()
+        sides = {}
+        for side in ("encoder", "decoder"):
+            stages = _stages(record[side], side)
+            sides[side] = {
+                "stages": [{"name": name, "layer": layer} for name, layer, _ in stages],
+                "values": [_strip(vectors) for _, _, vectors in stages],
+            }
+        record["payload"] = orjson.dumps({
+            "vocab": translator.chinese.vocabulary,
+            "logits": {"shape": list(logits.shape),
+                       "float32": base64.b64encode(logits.numpy().astype("<f4").tobytes()).decode()},
+            "length_penalty": trace.options.get("length_penalty", 0.6),
+            **sides,
+        })
+    return Response(record["payload"], media_type="application/json")
 
 
 # -- one block, opened --------------------------------------------------------------------------

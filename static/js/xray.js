@@ -369,7 +369,8 @@
   function drawOverlay(row, frame) {
     const visible = visibleDecoder(frame);
     const focus = S.focus && S.focus.side === row.side ? S.focus.pos : null;
-    const signature = `${frame.t}|${row.type === "output" ? frame.sub : ""}|${S.head}|${focus}|${row.width}`;
+    const when = row.side === "encoder" ? frame.t > 0 : frame.t;
+    const signature = `${when}|${row.type === "output" ? frame.sub : ""}|${S.head}|${focus}|${row.width}`;
     if (row.signature === signature) return;
     row.signature = signature;
     const group = [];
@@ -695,7 +696,9 @@
     S.frame = next;
     render();
     const now = current();
-    if (now.name === "output" && (before.t !== now.t || before.sub !== now.sub) && next > 0) fly(now);
+    if (now.name === "output" && (before.t !== now.t || before.sub !== now.sub) && next > 0) {
+      requestAnimationFrame(() => fly(now));
+    }
     if (!fromPlay) saveFrame();
     scrollActiveIntoView();
   }
@@ -1397,6 +1400,8 @@
       calls.push(ITT.api("/api/trace", plain));
     }
     const [trace, xr, original] = await Promise.all(calls);
+    for (const side of ["encoder", "decoder"]) xr[side].values = xr[side].values.map(decodeStrip);
+    xr.logits = decodeLogits(xr.logits);
     S.req = req;
     S.trace = trace;
     S.xr = xr;
@@ -1424,6 +1429,38 @@
     drawBeam();
     document.body.dataset.xray = "ready";
     requestAnimationFrame(() => { document.body.dataset.xrayDrawnMs = String(Math.round(performance.now())); });
+  }
+
+  /** steps × vocabulary float32 (little-endian, base64) → one row per step; −∞ becomes null. */
+  function decodeLogits(block) {
+    const bytes = Uint8Array.from(atob(block.float32), (c) => c.charCodeAt(0));
+    const view = new DataView(bytes.buffer);
+    const [steps, vocab] = block.shape;
+    const rows = [];
+    for (let i = 0; i < steps; i++) {
+      const row = new Array(vocab);
+      for (let j = 0; j < vocab; j++) {
+        const x = view.getFloat32((i * vocab + j) * 4, true);
+        row[j] = Number.isFinite(x) ? x : null;
+      }
+      rows.push(row);
+    }
+    return rows;
+  }
+
+  /** int8 codes (base64) and a scale → one Float32Array per position: code / 127 × scale. */
+  function decodeStrip(stage) {
+    const bytes = Uint8Array.from(atob(stage.codes), (c) => c.charCodeAt(0));
+    const codes = new Int8Array(bytes.buffer);
+    const [length, d] = stage.shape;
+    const factor = stage.scale / 127;
+    const rows = [];
+    for (let i = 0; i < length; i++) {
+      const row = new Float32Array(d);
+      for (let j = 0; j < d; j++) row[j] = codes[i * d + j] * factor;
+      rows.push(row);
+    }
+    return rows;
   }
 
   function stickyOffset() {
