@@ -370,7 +370,9 @@
     const visible = visibleDecoder(frame);
     const focus = S.focus && S.focus.side === row.side ? S.focus.pos : null;
     const when = row.side === "encoder" ? frame.t > 0 : frame.t;
-    const signature = `${when}|${row.type === "output" ? frame.sub : ""}|${S.head}|${focus}|${row.width}`;
+    // an English token in focus also picks out the cross-attention lines that reach it
+    const keyFocus = row.kind === "cross" && S.focus && S.focus.side === "encoder" ? S.focus.pos : null;
+    const signature = `${when}|${row.type === "output" ? frame.sub : ""}|${S.head}|${focus}|${keyFocus}|${row.width}`;
     if (row.signature === signature) return;
     row.signature = signature;
     const group = [];
@@ -393,7 +395,7 @@
         fill: "none", stroke: "#e69f00", "stroke-width": 2, rx: 3 }));
     }
     if (row.type === "attention") {
-      group.push(...attentionLines(row, frame, visible, focus));
+      group.push(...attentionLines(row, frame, visible, focus, keyFocus));
       describeAttention(row, frame, visible, focus);
     }
     if (row.kind === "cross") group.push(...memoryLabels(row));
@@ -412,7 +414,7 @@
     row.overlay.replaceChildren(...group);
   }
 
-  function attentionLines(row, frame, visible, focus) {
+  function attentionLines(row, frame, visible, focus, keyFocus = null) {
     const out = [];
     if (row.side === "decoder" && visible === 0) return out;
     const matrix = attentionMatrix(row);
@@ -431,12 +433,14 @@
     for (let i = 0; i < limit; i++) {
       let strength;
       if (focus !== null) strength = i === focus ? 1 : 0;
+      else if (keyFocus !== null) strength = 1;
       else if (currentQuery !== null) strength = i === currentQuery ? 1 : 0.22;
       else strength = frame.t === 0 ? 0.55 : 0.25;
       if (strength === 0) continue;
       for (const { weights, colour, h, scale } of layers) {
         const rowWeights = weights[i];
         for (let j = 0; j < keys; j++) {
+          if (keyFocus !== null && j !== keyFocus) continue;
           const wgt = rowWeights[j];
           if (!(wgt >= 0.03)) continue;
           const kx = k.x(j);

@@ -325,6 +325,9 @@ def test_attention_lines_follow_the_focused_token(page, server):
     queries = set(page.locator('.xr-row[data-key="e-0-self_attention"] path').evaluate_all(
         "ps => ps.map(p => p.dataset.q)"))
     assert queries == {"1"}
+    # ... and, in the decoder, only the cross-attention lines that reach it
+    keys = set(cross.evaluate_all("ps => ps.map(p => p.dataset.k)"))
+    assert keys <= {"1"}
     heat = page.locator('.xr-row[data-key="d-2-cross_attention"] a.xr-heat').get_attribute("href")
     assert heat.startswith("/attention?") and "kind=cross" in heat and "layer=2" in heat
 
