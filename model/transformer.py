@@ -101,8 +101,12 @@ class Embedding(nn.Module):
         )
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, ids: Tensor, offset: int = 0, record: dict | None = None) -> Tensor:
-        token = self.tokens(ids) * math.sqrt(self.d_model)
+    def forward(
+        self, ids: Tensor, offset: int = 0, record: dict | None = None, token: Tensor | None = None
+    ) -> Tensor:
+        """``token`` replaces the looked-up, scaled token vectors (attribution methods vary them)."""
+        if token is None:
+            token = self.tokens(ids) * math.sqrt(self.d_model)
         position = self.positions[offset : offset + ids.size(1)][None]
         summed = token + position
         if record is not None:
@@ -308,9 +312,15 @@ class Transformer(nn.Module):
         if config.tie_output:
             self.output.weight = self.tgt_embedding.tokens.weight
 
-    def encode(self, src_ids: Tensor, record: dict | None = None) -> Tensor:
+    def encode(
+        self, src_ids: Tensor, record: dict | None = None, token_embeddings: Tensor | None = None
+    ) -> Tensor:
+        """Encoder stack → memory (B, S, D). ``token_embeddings`` (B, S, D), if given, stands in for
+        the scaled token look-up (positions are still added), like Hugging Face's ``inputs_embeds``."""
         src_mask = padding_mask(src_ids)
-        x = self.src_embedding(src_ids, record=_layer_record(record, "embedding"))
+        x = self.src_embedding(
+            src_ids, record=_layer_record(record, "embedding"), token=token_embeddings
+        )
         for index, layer in enumerate(self.encoder_layers):
             x = layer(x, src_mask, record=_layer_record(record, "layers", index))
         return x

@@ -409,6 +409,43 @@ class Translator:
             ],
         }
 
+    # -- interpretation hooks: model/interpret.py reads a model only through these four -----
+    # (a translator for another architecture, e.g. a Hugging Face Marian model, implements the
+    # same four and gets the logit lens and the attributions for free)
+
+    def decoder_layer_outputs(
+        self, source_ids: list[int], decoder_ids: list[int]
+    ) -> list[torch.Tensor]:
+        """Every decoder layer's output, one (T, D) tensor per layer, teacher-forced on ``decoder_ids``."""
+        record: dict = {}
+        src = torch.tensor([source_ids])
+        self.model.decode(torch.tensor([decoder_ids]), self.model.encode(src), src, record=record)
+        return [layer["add_norm3"]["normed"][0] for layer in record["layers"]]
+
+    def output_logits(self, states: torch.Tensor) -> torch.Tensor:
+        """What the real output path applies after the last decoder layer: (…, D) → (…, V).
+
+        Here that is the output projection (+ bias), with <pad>/<bos> masked as decoding masks them.
+        No LayerNorm: the model is post-norm, so every decoder layer already ends in one (a pre-norm
+        model's final LayerNorm would belong in here).
+        """
+        return mask_special(self.model.output(states))
+
+    def source_token_embeddings(self, source_ids: list[int]) -> torch.Tensor:
+        """The source tokens' scaled embedding vectors (S, D), before positions are added."""
+        embedding = self.model.src_embedding
+        return embedding.tokens(torch.tensor(source_ids)) * math.sqrt(embedding.d_model)
+
+    def logits_from_source_embeddings(
+        self, embeddings: torch.Tensor, source_ids: list[int], decoder_ids: list[int]
+    ) -> torch.Tensor:
+        """Next-token logits (B, T, V) when the source token vectors are ``embeddings`` (B, S, D)."""
+        batch = embeddings.size(0)
+        src = torch.tensor([source_ids]).expand(batch, -1)
+        memory = self.model.encode(src, token_embeddings=embeddings)
+        logits = self.model.decode(torch.tensor([decoder_ids]).expand(batch, -1), memory, src)
+        return mask_special(logits)
+
     # -- summary ---------------------------------------------------------------------------
 
     def parameter_counts(self) -> dict[str, int]:
