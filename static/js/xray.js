@@ -21,6 +21,7 @@
   const DIST_ROWS = 15;
   const UNFORCEABLE = ["<pad>", "<bos>"];
   const COLOURS = { encoder: "#0072b2", decoder_self: "#d55e00", cross: "#009e73" };
+  const REDUCED_MOTION = window.matchMedia("(prefers-reduced-motion: reduce)");
   const HEAD_COLOURS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7f7f00", "#000000"];
 
   const S = {
@@ -192,17 +193,14 @@
     if (row.layer !== undefined) node.dataset.layer = row.layer;
     const [name, shape] = rowTitle(row);
     const openable = ["stage", "attention", "output"].includes(row.type);
-    const head = el("button", null, openable ? "xr-head" : "xr-head xr-static");
-    head.type = "button";
+    const head = el(openable ? "button" : "div", null, openable ? "xr-head" : "xr-head xr-static");
+    if (openable) head.type = "button";
     head.append(el("span", name, "xr-name"), el("span", shape, "xr-shape"));
     if (openable) {
       const panelId = `xr-panel-${node.dataset.key}`;
       head.setAttribute("aria-expanded", "false");
       head.setAttribute("aria-controls", panelId);
       head.addEventListener("click", () => toggleBlock(row));
-    } else {
-      head.tabIndex = -1;
-      head.setAttribute("aria-disabled", "true");
     }
     if (row.type === "attention") {
       const line = el("div", null, "xr-headline");
@@ -766,7 +764,7 @@
     const bar = outRow && [...outRow.overlay.querySelectorAll("g")].find((g) => g.dataset.token === step.token);
     const chosenRow = S.rows.find((r) => r.type === "chosen");
     const slot = chosenRow.out.lastElementChild;
-    if (!bar || !slot || !flyer.animate) return;
+    if (!bar || !slot || !flyer.animate || REDUCED_MOTION.matches) return;
     const a = bar.getBoundingClientRect();
     const b = slot.getBoundingClientRect();
     const tokensRow = S.rows.find((r) => r.key === "dec-tokens");
