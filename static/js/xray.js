@@ -61,12 +61,6 @@
     return all[Math.min(all.length - 1, Math.floor(all.length * 0.98))] || 1;
   }
 
-  function norm(vector) {
-    let s = 0;
-    for (const v of vector) s += v * v;
-    return Math.sqrt(s);
-  }
-
   function headWeights(matrix) {
     // matrix: [head][query][key] → [query][key] for the chosen head or the average of all
     if (S.head !== "avg" && S.head !== "all") return matrix[Number(S.head)];
@@ -1291,8 +1285,7 @@
       parts.push(vectorStep("position", t("xray.b.pos_vec", { p: data.position }), data.position_vector));
       parts.push(vectorStep("sum", t("xray.b.emb_sum"), data.sum));
     } else if (data.block === "self_attention" || data.block === "cross_attention") {
-      const L = row.side === "encoder" ? s.length : s.length;
-      parts.push(vectorStep("x", t("xray.b.x", { p: data.position }), data.x, `1×${s.d_model} (${L}×${s.d_model})`));
+      parts.push(vectorStep("x", t("xray.b.x", { p: data.position }), data.x, `1×${s.d_model} (${s.length}×${s.d_model})`));
       parts.push(previewStep("w_q", t("xray.b.wq"), data.weights.w_q));
       parts.push(vectorStep("q_full", t("xray.b.q_full"), data.q_full, `1×${s.d_model}`));
       const split = el("div", null, "xr-split");
