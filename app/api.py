@@ -27,7 +27,8 @@ router = APIRouter()
 
 
 def timed(response: Response, model_ms: float) -> None:
-    """Server-Timing shows the model's share of the request (0 when the trace was cached)."""
+    """Server-Timing shows the model's compute time for the request (0 when the trace was cached);
+    app/middleware.py adds the time it waited for the model thread as ``queue;dur``."""
     response.headers["Server-Timing"] = f"model;dur={model_ms:.1f}"
 
 
@@ -46,7 +47,8 @@ def summary(trace: Trace) -> dict:
 
 
 @router.get("/healthz", response_model=Health, tags=["service"])
-def healthz() -> Health:
+async def healthz() -> Health:
+    """Answered on the event loop, never behind the threadpool or the model thread."""
     return Health()
 
 

@@ -7,14 +7,58 @@ which override the defaults in app/settings.py.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
+import multiprocessing
 import os
 from pathlib import Path
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.settings import Settings
-from model.translator import CheckpointError, Translator
+
+
+class HeaderTimeoutProtocol(HttpToolsProtocol):
+    """uvicorn's HTTP protocol, closing a connection whose request line and headers have not
+    arrived ``header_timeout_s`` after it opened (or after the request began). uvicorn itself
+    waits forever, so a slow client could hold a connection open indefinitely. (Bodies that
+    arrive too slowly get 408 from app/middleware.py's ``BodySizeLimit``.)"""
+
+    # a spawned worker (--workers N) gets the value from the environment the supervisor set
+    header_timeout_s = float(os.environ.get("ITT_HEADER_TIMEOUT_S", "10"))
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        super().connection_made(transport)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._start_header_timer()
+
+    def _start_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+        self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_too_slow)
+
+    def _headers_too_slow(self) -> None:
+        self._header_timer = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._header_timer is None:
+            self._start_header_timer()
+
+    def on_headers_complete(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().on_headers_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().connection_lost(exc)
 
 
 def parser(prog: str, with_command: bool) -> argparse.ArgumentParser:
@@ -29,6 +73,17 @@ def parser(prog: str, with_command: bool) -> argparse.ArgumentParser:
     return p
 
 
+def check_checkpoint(path: Path) -> str | None:
+    """Load the checkpoint once; the error message if it cannot be served, else None."""
+    from model.translator import CheckpointError, Translator
+
+    try:
+        Translator.load(path)
+    except CheckpointError as error:
+        return str(error)
+    return None
+
+
 def serve(argv: list[str] | None = None, prog: str = "python -m app",
           with_command: bool = False) -> None:
     p = parser(prog, with_command)
@@ -36,22 +91,30 @@ def serve(argv: list[str] | None = None, prog: str = "python -m app",
     overrides = {k: v for k, v in vars(args).items() if v is not None and k != "command"}
     settings = Settings(**overrides)
     logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
-    try:
-        translator = Translator.load(settings.checkpoint)
-    except CheckpointError as error:
-        p.exit(2, f"error: {error}\n")
+    HeaderTimeoutProtocol.header_timeout_s = settings.header_timeout_s
     # uvicorn's own access log only when ours (one JSON line per request) is switched off
     common = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
-                  proxy_headers=False, server_header=False, access_log=not settings.access_log)
+                  proxy_headers=False, server_header=False, access_log=not settings.access_log,
+                  http=HeaderTimeoutProtocol, limit_concurrency=settings.max_connections)
     if settings.workers == 1:
         from app.main import create_app
+        from model.translator import CheckpointError, Translator
 
+        try:
+            translator = Translator.load(settings.checkpoint)
+        except CheckpointError as error:
+            p.exit(2, f"error: {error}\n")
         uvicorn.run(create_app(settings, translator), **common)
         return
     # Several processes: each worker builds its own app (and loads the model) from the environment.
+    # The supervisor checks the checkpoint in a child process, so it never holds torch or the
+    # weights itself (~270 MB that no request would use).
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        error = pool.apply(check_checkpoint, (settings.checkpoint,))
+    if error:
+        p.exit(2, f"error: {error}\n")
     for name, value in settings.model_dump().items():
         os.environ[f"ITT_{name.upper()}"] = str(value)
-    del translator
     uvicorn.run("app.main:create_app", factory=True, workers=settings.workers, **common)
 
 

@@ -46,7 +46,7 @@ def create_app(settings: Settings | None = None, translator: Translator | None =
         if settings.torch_threads:
             set_threads(settings.torch_threads)
         app.state.translator = model
-        app.state.engine = Engine(model, settings.cache_size)
+        app.state.engine = Engine(model, settings.cache_size, settings.cache_mb, settings.max_queue)
         log.info("loaded checkpoint %s", settings.checkpoint)
         yield
 

@@ -4,20 +4,26 @@ error answers. From the outside in:
 - ``AccessLog`` — one JSON line per request on the ``app.access`` logger, and ``Server-Timing``::
 
       {"ts": "2026-11-29T09:41:07.123Z", "method": "POST", "path": "/api/trace", "status": 200,
-       "duration_ms": 61.4, "model_ms": 55.2, "bytes": 48213, "client": "127.0.0.1"}
+       "duration_ms": 61.4, "model_ms": 55.2, "queue_ms": 3.1, "bytes": 48213,
+       "client": "127.0.0.1"}
 
   ``model_ms`` is read from the ``model;dur=…`` entry a JSON route puts in ``Server-Timing`` (0 when
-  the trace came from the cache, absent for requests that never touch the model); ``app;dur=…`` is
-  added to every response, so browser dev tools show both numbers side by side.
+  the trace came from the cache, absent for requests that never touch the model), ``queue_ms``
+  from ``queue;dur=…`` (the wait for the model thread); ``app;dur=…`` is added to every response,
+  so browser dev tools show all three side by side.
 - ``SecurityHeaders`` — Content-Security-Policy (no third-party origin, no inline script) and friends.
-- ``BodySizeLimit`` — 413 for a body over the limit, whether or not it declares Content-Length.
-- gzip, then ``RequestTimeout`` — 503 when no answer has started after the limit.
+- ``BodySizeLimit`` — 413 for a body over the limit, whether or not it declares Content-Length;
+  408 for a body that does not arrive in time.
+- gzip, then ``RequestTimeout`` — the request's ticket (deadline; cancelled when the client
+  disconnects), and 503 when no answer has started after the limit: the model stops with it.
 - ``ServerErrors`` — the one error path for unhandled exceptions: log the traceback, answer a bare
   500. It lives *inside* the security headers: Starlette's own ``ServerErrorMiddleware`` is
   outermost, where no user middleware wraps it, so a 500 from there would lack the headers.
+- ``HeadAsGet`` — ``HEAD`` answered like ``GET``, without the body (FastAPI routes are GET only).
 
 Expected errors are answered by the exception handlers at the bottom: 422 naming the field and its
-limit (``RequestValidationError``, ``InputError``, a body that is not UTF-8).
+limit (``RequestValidationError``, ``InputError``, a body that is not UTF-8); 503 + Retry-After
+when the model thread's queue is full (``Busy``) or a model call was stopped (``Cancelled``).
 """
 
 from __future__ import annotations
@@ -37,12 +43,14 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.engine import CURRENT_TICKET, Busy, Cancelled, Ticket
 from app.settings import Settings
 from model.translator import InputError
 
 log = logging.getLogger("app")
 ACCESS_LOGGER = "app.access"
 MODEL_TIMING = re.compile(r"(?:^|,)\s*model;dur=([0-9.]+)")
+QUEUE_TIMING = re.compile(r"(?:^|,)\s*queue;dur=([0-9.]+)")
 
 
 def install(app: FastAPI, settings: Settings) -> None:
@@ -50,25 +58,27 @@ def install(app: FastAPI, settings: Settings) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(InputError, _input_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Busy, _busy)
+    app.add_exception_handler(Cancelled, _cancelled)
+    app.add_middleware(HeadAsGet)
     # Errors and time-outs become answers that still get gzip and the headers.
     app.add_middleware(ServerErrors)
     app.add_middleware(RequestTimeout, seconds=settings.request_timeout_s)
     # Level 4: a trace compresses to ~10% more bytes than at level 9, ten times faster.
     app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=4)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes,
+                       read_timeout_s=settings.body_read_timeout_s)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(AccessLog, enabled=settings.access_log)
 
 
-async def answer(send, status: int, message: str) -> None:
+async def answer(send, status: int, message: str, retry_after: int | None = None) -> None:
     """A complete ``{"message": ...}`` JSON response, sent from inside a middleware."""
     body = json.dumps({"message": message}).encode()
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [(b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode())],
-    })
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if retry_after is not None:
+        headers.append((b"retry-after", str(retry_after).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -107,10 +117,10 @@ class AccessLog:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         started = time.perf_counter()
-        status, model_ms, sent = 500, None, 0
+        status, model_ms, queue_ms, sent = 500, None, None, 0
 
         async def timed_send(message):
-            nonlocal status, model_ms, sent
+            nonlocal status, model_ms, queue_ms, sent
             if message["type"] == "http.response.start":
                 status = message["status"]
                 headers = list(message.get("headers", []))
@@ -119,6 +129,9 @@ class AccessLog:
                 match = MODEL_TIMING.search(", ".join(timing))
                 if match:
                     model_ms = float(match.group(1))
+                match = QUEUE_TIMING.search(", ".join(timing))
+                if match:
+                    queue_ms = float(match.group(1))
                 headers = [(name, value) for name, value in headers if name != b"server-timing"]
                 merged = ", ".join([*timing, f"app;dur={app_ms:.1f}"])
                 headers.append((b"server-timing", merged.encode("latin-1")))
@@ -131,10 +144,12 @@ class AccessLog:
             await self.app(scope, receive, timed_send)
         finally:
             if self.enabled:
-                self.log.info(json.dumps(self.entry(scope, status, started, model_ms, sent)))
+                self.log.info(json.dumps(self.entry(scope, status, started, model_ms, sent,
+                                                    queue_ms)))
 
     @staticmethod
-    def entry(scope, status: int, started: float, model_ms: float | None, sent: int) -> dict:
+    def entry(scope, status: int, started: float, model_ms: float | None, sent: int,
+              queue_ms: float | None = None) -> dict:
         client = scope.get("client")
         entry = {
             "ts": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -145,6 +160,8 @@ class AccessLog:
         }
         if model_ms is not None:
             entry["model_ms"] = model_ms
+        if queue_ms is not None:
+            entry["queue_ms"] = queue_ms
         entry["bytes"] = sent
         if client:
             entry["client"] = client[0]
@@ -199,11 +216,13 @@ class SecurityHeaders:
 
 
 class BodySizeLimit:
-    """Answer 413 to a body over ``max_bytes``, whether or not it declares Content-Length."""
+    """Answer 413 to a body over ``max_bytes``, whether or not it declares Content-Length, and 408
+    to a body that does not arrive within ``read_timeout_s`` (a slow client holds no worker)."""
 
-    def __init__(self, app, max_bytes: int):
+    def __init__(self, app, max_bytes: int, read_timeout_s: float = 10.0):
         self.app = app
         self.max_bytes = max_bytes
+        self.read_timeout_s = read_timeout_s
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -220,8 +239,13 @@ class BodySizeLimit:
             return await self.app(scope, receive, send)
         # Read the (small) body up front so a lying or missing Content-Length cannot slip past.
         chunks, size = [], 0
+        deadline = time.monotonic() + self.read_timeout_s
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return await answer(send, 408, f"body: the request body did not arrive within "
+                                               f"{self.read_timeout_s:g} s")
             if message["type"] == "http.disconnect":
                 return
             chunk = message.get("body", b"")
@@ -242,6 +266,26 @@ class BodySizeLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+class HeadAsGet:
+    """``HEAD`` on any page or GET route: answer as ``GET`` would, headers only (not 405)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            return await self.app(scope, receive, send)
+
+        async def headers_only(message):
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
 # -- resilience ---------------------------------------------------------------------------------
@@ -274,11 +318,14 @@ class ServerErrors:
 
 
 class RequestTimeout:
-    """Answer 503 when a request has not started its response after ``seconds``.
+    """Give each request a :class:`~app.engine.Ticket` with its deadline, cancel it when the client
+    disconnects, and answer 503 when no response has started after ``seconds``.
 
-    The model runs in a worker thread, which cannot be interrupted; it finishes in the background
-    (bounded by the request limits) and its late answer is dropped. Responses that have started
-    (e.g. a slow client downloading plotly.js) are never cut.
+    The ticket is what stops the model: a queued call whose request is gone never runs, a running
+    one stops at its next layer (app/engine.py), so after a 503 nothing keeps computing. The
+    ticket's queue time goes into ``Server-Timing`` as ``queue;dur=…`` beside the route's
+    ``model;dur=…``. Responses that have started (e.g. a slow client downloading plotly.js) are
+    never cut.
     """
 
     def __init__(self, app, seconds: float):
@@ -288,31 +335,62 @@ class RequestTimeout:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        ticket = Ticket(self.seconds)
         started, abandoned = asyncio.Event(), False
+        inbox: asyncio.Queue = asyncio.Queue()
+
+        async def listen():
+            """Read the client's messages as they come; the disconnect cancels the ticket."""
+            while True:
+                message = await receive()
+                inbox.put_nowait(message)
+                if message["type"] == "http.disconnect":
+                    ticket.cancel("the client disconnected")
+                    return
 
         async def guarded_send(message):
             if abandoned:
                 return
             if message["type"] == "http.response.start":
                 started.set()
+                message = {**message, "headers": _with_queue_timing(message.get("headers", []),
+                                                                    ticket.queue_ms)}
             await send(message)
 
-        task = asyncio.ensure_future(self.app(scope, receive, guarded_send))
+        token = CURRENT_TICKET.set(ticket)  # copied into the task below and the route's thread
+        try:
+            task = asyncio.ensure_future(self.app(scope, inbox.get, guarded_send))
+        finally:
+            CURRENT_TICKET.reset(token)
+        listener = asyncio.ensure_future(listen())
         waiter = asyncio.ensure_future(started.wait())
         try:
             await asyncio.wait({task, waiter}, timeout=self.seconds,
                                return_when=asyncio.FIRST_COMPLETED)
+            if task.done() or started.is_set():
+                return await task
+            abandoned = True
+            ticket.cancel(ticket.too_long())
+            task.add_done_callback(_consume)
+            task.cancel()
+            log.warning("request timed out after %.1f s: %s %s", self.seconds, scope.get("method"),
+                        scope.get("path"))
+            await answer(send, 503, ticket.too_long(), retry_after=max(1, round(self.seconds / 4)))
         finally:
             waiter.cancel()
-        if task.done() or started.is_set():
-            return await task
-        abandoned = True
-        task.add_done_callback(_consume)
-        task.cancel()
-        log.warning("request timed out after %.1f s: %s %s", self.seconds, scope.get("method"),
-                    scope.get("path"))
-        await answer(send, 503, f"the model took longer than {self.seconds:g} s; "
-                               "try a shorter sentence, a smaller beam or a smaller max_len")
+            listener.cancel()
+            ticket.cancel("the request is over")  # whatever still runs for it stops
+
+
+def _with_queue_timing(headers, queue_ms: float) -> list:
+    """Add ``queue;dur=…`` to a ``Server-Timing`` header that reports ``model;dur=…``."""
+    out, added = [], False
+    for name, value in headers:
+        if name == b"server-timing" and b"model;dur=" in value and not added:
+            value = value + f", queue;dur={queue_ms:.1f}".encode("latin-1")
+            added = True
+        out.append((name, value))
+    return out
 
 
 def _consume(task: asyncio.Task) -> None:
@@ -348,6 +426,18 @@ async def _input_error(request: Request, exc: InputError) -> JSONResponse:
         {"message": message, "errors": [{"field": exc.field, "message": str(exc)}]},
         status_code=422,
     )
+
+
+async def _busy(request: Request, exc: Busy) -> JSONResponse:
+    """503 at once, with the seconds after which the queue should have room again."""
+    return JSONResponse({"message": str(exc), "errors": []}, status_code=503,
+                        headers={"Retry-After": str(exc.retry_after)})
+
+
+async def _cancelled(request: Request, exc: Cancelled) -> JSONResponse:
+    """The model call was stopped (deadline, or a client that left and reads nothing)."""
+    return JSONResponse({"message": str(exc), "errors": []}, status_code=503,
+                        headers={"Retry-After": "1"})
 
 
 async def _http_error(request: Request, exc: StarletteHTTPException):

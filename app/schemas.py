@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 MAX_TEXT_CHARS = 200
 MAX_FORCED = 128
 MAX_SEED = 2**31 - 1
+# Below this, logits / temperature overflows float32 for confident steps (softmax turns to NaN);
+# the pages' sliders start here too.
+MIN_TEMPERATURE = 0.05
 LATIN_LETTER = re.compile(r"[A-Za-z]")
 
 Strategy = Literal["greedy", "sample", "beam"]
@@ -35,7 +38,8 @@ class TranslateRequest(Strict):
         description=f"English text, 1–{MAX_TEXT_CHARS} characters and at most 64 tokens",
     )
     strategy: Strategy = "greedy"
-    temperature: float = Field(1.0, gt=0, le=5, description="sampling only; (0, 5]")
+    temperature: float = Field(1.0, ge=MIN_TEMPERATURE, le=5,
+                               description=f"sampling only; {MIN_TEMPERATURE}–5")
     top_k: int | None = Field(None, ge=1, le=1000, description="sampling only; 1–1000")
     top_p: float | None = Field(None, gt=0, le=1, description="sampling only; (0, 1]")
     beam_size: int = Field(4, ge=1, le=8, description="beam search only; 1–8")

@@ -8,7 +8,8 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from model.translator import DEFAULT_CHECKPOINT
+# model/checkpoints, spelled out here so that reading settings never imports torch
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "model" / "checkpoints"
 
 
 class Settings(BaseSettings):
@@ -19,9 +20,18 @@ class Settings(BaseSettings):
     checkpoint: Path = DEFAULT_CHECKPOINT  # folder with weights.safetensors, config.json, ...
     workers: int = Field(1, ge=1, le=32)  # uvicorn worker processes; each loads the model once
     cache_size: int = Field(64, ge=1, le=4096)  # traces kept in memory (LRU), per process
+    # ... and at most this many MB of them (estimated): one sampled trace at max_len 128 is ~25 MB
+    cache_mb: float = Field(256, ge=1, le=65536)
+    # model calls admitted per process (running + waiting); more get 503 + Retry-After at once.
+    # Also refused at once: a call whose estimated wait exceeds its request's time left.
+    max_queue: int = Field(16, ge=1, le=1024)
     max_body_bytes: int = Field(16 * 1024, ge=1024)  # larger request bodies get 413
     log_level: str = "info"
     request_timeout_s: float = Field(20.0, gt=0, le=600)  # no response started by then → 503
+    body_read_timeout_s: float = Field(10.0, gt=0, le=600)  # request body not in by then → 408
+    header_timeout_s: float = Field(10.0, gt=0, le=600)  # request line + headers not in → closed
+    # open connections per process (uvicorn's limit_concurrency); beyond it new requests get 503
+    max_connections: int = Field(1000, ge=1, le=100_000)
     # torch threads per process; 0 keeps torch's default (all cores). One is fastest when serving:
     # the matrices are small, and a second thread slowed every request down (see bench/README.md).
     torch_threads: int = Field(1, ge=0, le=64)

@@ -94,6 +94,8 @@ LIMITS = [
     ({"text": "🙂🙂"}, "text"),
     ({"text": CAT, "temperature": 0}, "temperature"),
     ({"text": CAT, "temperature": 5.5}, "temperature"),
+    ({"text": CAT, "temperature": 1e-38, "strategy": "sample"}, "temperature"),  # was a 500
+    ({"text": CAT, "temperature": 5.1e-230, "strategy": "sample"}, "temperature"),
     ({"text": CAT, "top_p": 0}, "top_p"),
     ({"text": CAT, "top_p": 1.5}, "top_p"),
     ({"text": CAT, "top_k": 0}, "top_k"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -51,7 +52,7 @@ def test_identical_concurrent_requests_run_the_model_once(tiny_translator):
     with ThreadPoolExecutor(max_workers=6) as pool:
         traces = list(pool.map(lambda _: cache.trace(request)[0], range(12)))
     assert cache.model_calls == 1
-    assert all(trace is traces[0] for trace in traces)
+    assert all(trace.encoder is traces[0].encoder for trace in traces)
 
 
 def test_refused_requests_leave_no_lock_behind(tiny_translator):
@@ -103,3 +104,178 @@ def test_every_model_call_runs_on_the_model_thread(fresh_client, monkeypatch):
     fresh_client.get("/api/kv-cache", params={"text": "I like green tea.", "steps": 3})
     assert set(threads) == {"trace", "score", "kv_cache_race"}
     assert all(name.startswith("model") for name in threads.values()), threads
+
+
+# -- a classroom at once: admission, cancellation, a cache bounded by bytes ----------------------
+
+
+def block(engine, seconds: float = 10.0) -> tuple[threading.Event, threading.Thread]:
+    """Occupy the model thread until the returned event is set (or ``seconds`` pass)."""
+    release, started = threading.Event(), threading.Event()
+
+    def hold():
+        started.set()
+        release.wait(seconds)
+
+    thread = threading.Thread(target=engine.run, args=(hold,), daemon=True)
+    thread.start()
+    assert started.wait(5)
+    return release, thread
+
+
+def test_a_call_past_its_deadline_stops_computing(tiny_translator):
+    """The model stops at its next layer once the request's time is up: the counted model runs
+    stop increasing, instead of running on for an answer nobody reads."""
+    from app.engine import CURRENT_TICKET, Cancelled, Engine, Ticket
+
+    engine = Engine(tiny_translator)
+    runs = []
+
+    def keep_translating():  # up to 5 s of model work unless something stops it
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            tiny_translator.kv_cache_race("The cat sits on the mat.", 16)
+            runs.append(1)
+
+    token = CURRENT_TICKET.set(Ticket(timeout_s=0.3))
+    started = time.monotonic()
+    try:
+        with pytest.raises(Cancelled):
+            engine.run(keep_translating)
+    finally:
+        CURRENT_TICKET.reset(token)
+    assert time.monotonic() - started < 2
+    while engine.pending and time.monotonic() - started < 2:  # the next layer is milliseconds away
+        time.sleep(0.01)
+    assert engine.pending == 0
+    counted = len(runs), engine.layer_calls
+    time.sleep(0.5)
+    assert (len(runs), engine.layer_calls) == counted
+
+
+def test_a_queued_call_whose_client_left_never_runs(tiny_translator):
+    from app.engine import CURRENT_TICKET, Cancelled, Engine, Ticket
+
+    engine = Engine(tiny_translator)
+    release, holder = block(engine)
+    ran, outcome = [], []
+    ticket = Ticket(timeout_s=30)
+
+    def client():
+        CURRENT_TICKET.set(ticket)
+        try:
+            engine.run(lambda: ran.append(1))
+        except Cancelled as error:
+            outcome.append(error)
+
+    waiting = threading.Thread(target=client)
+    waiting.start()
+    time.sleep(0.2)
+    assert engine.pending == 2  # the blocker runs, the client's call waits
+    ticket.cancel("the client disconnected")
+    waiting.join(2)
+    assert not waiting.is_alive() and outcome  # the waiting request is answered at once
+    release.set()
+    holder.join(5)
+    time.sleep(0.1)
+    assert ran == [] and engine.pending == 0
+
+
+def test_a_full_queue_answers_busy_at_once(tiny_translator):
+    from app.engine import Busy, Engine
+
+    engine = Engine(tiny_translator, max_queue=2)
+    release, holders = [], []
+    for _ in range(2):
+        event, thread = block(engine) if not holders else (None, None)
+        if event is None:  # the second blocker waits in the queue behind the first
+            thread = threading.Thread(target=engine.run, args=(time.sleep, 0), daemon=True)
+            thread.start()
+            time.sleep(0.1)
+        else:
+            release.append(event)
+        holders.append(thread)
+    assert engine.pending == 2
+    started = time.monotonic()
+    with pytest.raises(Busy) as refused:
+        engine.run(tiny_translator.kv_cache_race, "a cat", 4)
+    assert time.monotonic() - started < 0.1
+    assert refused.value.retry_after >= 1 and engine.shed == 1
+    release[0].set()
+    for thread in holders:
+        thread.join(5)
+    assert engine.pending == 0
+    engine.run(tiny_translator.kv_cache_race, "a cat", 4)  # room again
+
+
+def test_a_full_queue_is_a_503_with_retry_after_on_every_model_route(tiny_checkpoint,
+                                                                    tiny_translator):
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    app = create_app(Settings(checkpoint=tiny_checkpoint, max_queue=1, access_log=False),
+                     translator=tiny_translator)
+    with TestClient(app) as client:
+        release, holder = block(client.app.state.engine)
+        try:
+            calls = [
+                client.post("/api/trace", json={"text": "The dog runs in the park."}),
+                client.post("/api/translate", json={"text": "The dog runs in the park."}),
+                client.get("/api/kv-cache", params={"text": "a cat", "steps": 128}),
+                client.post("/api/score", json={"text": "a cat", "reference": "猫"}),
+            ]
+            health = client.get("/healthz")
+        finally:
+            release.set()
+            holder.join(5)
+        for response in calls:
+            assert response.status_code == 503, response.text
+            assert int(response.headers["retry-after"]) >= 1
+            assert "busy" in response.json()["message"]
+        assert health.status_code == 200
+        assert client.post("/api/trace", json={"text": "The dog runs in the park."}).status_code == 200
+
+
+def test_server_timing_splits_queue_wait_from_model_time(fresh_client):
+    engine = fresh_client.app.state.engine
+    holder = threading.Thread(target=engine.run, args=(time.sleep, 0.4))
+    holder.start()
+    time.sleep(0.05)
+    response = fresh_client.post("/api/trace", json={"text": "We are students.", "max_len": 4})
+    holder.join()
+    timing = dict(part.strip().split(";dur=") for part in response.headers["server-timing"].split(","))
+    assert float(timing["queue"]) >= 200  # it waited for the sleeping call
+    assert float(timing["model"]) < float(timing["queue"])
+    assert float(timing["app"]) >= float(timing["queue"])
+
+
+def test_cache_bytes_stay_under_the_bound_with_huge_sampled_traces(tiny_translator):
+    import orjson
+
+    from app.engine import Engine, trace_bytes
+    from app.schemas import TraceRequest
+
+    engine = Engine(tiny_translator, cache_size=4096, cache_mb=8)  # ~3 MB each on the tiny model
+    for seed in range(16):
+        trace, _ = engine.trace(TraceRequest(text="The cat sits on the mat.", strategy="sample",
+                                             temperature=5, max_len=128, seed=seed))
+        assert engine.cache_bytes <= engine.max_bytes
+    assert engine.model_calls == 16 and 1 <= len(engine._traces) < 16
+    assert engine.cache_bytes == sum(size for _, size in engine._traces.values())
+    # the estimate is not an under-count: at least the trace's JSON size
+    assert trace_bytes(trace) >= len(orjson.dumps(trace.to_dict()))
+
+
+def test_a_cached_trace_echoes_the_requests_own_options(fresh_client):
+    first = {"text": "We are students.", "max_len": 6, "temperature": 1.0}
+    fresh_client.post("/api/trace", json=first)
+    again = fresh_client.post("/api/trace", json={**first, "temperature": 2.5, "beam_size": 3})
+    assert again.headers["server-timing"].startswith("model;dur=0.0")  # from the cache
+    assert again.json()["options"]["temperature"] == 2.5
+    assert again.json()["options"]["beam_size"] == 3
+    sample = {**first, "strategy": "sample"}
+    fresh_client.post("/api/trace", json={**sample, "seed": 0})
+    echoed = fresh_client.post("/api/figures/decode", json={**sample, "layer": 0}).json()
+    assert echoed["options"]["seed"] is None

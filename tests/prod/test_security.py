@@ -204,6 +204,7 @@ def test_body_size_limit(client):
     {"beam_size": 9, "strategy": "beam"},
     {"max_len": 129},
     {"temperature": 0, "strategy": "sample"},
+    {"temperature": 1e-38, "strategy": "sample"},  # logits / T overflowed: a 500 before
     {"top_k": 100_000, "strategy": "sample"},
     {"forced_prefix": ["猫"] * 129},
 ])
@@ -227,7 +228,47 @@ def test_request_time_limit(tiny_checkpoint):
                                                    "max_len": 128})
     assert response.status_code == 503
     assert "longer than" in response.json()["message"]
+    assert int(response.headers["retry-after"]) >= 1
     assert_secure(response)
+
+
+@pytest.mark.parametrize("path", ["/api/figures/decode", "/api/trace", "/api/translate",
+                                  "/api/figures/pipeline", "/api/xray"])
+@pytest.mark.parametrize("temperature", [1e-38, 5.1e-230, 1e-7])
+def test_tiny_temperatures_are_a_422_never_a_500(client, path, temperature):
+    body = {**SENTENCE, "strategy": "sample", "temperature": temperature}
+    response = client.post(path, json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "temperature"
+
+
+@pytest.mark.parametrize("step", ["²", "٣", "①", "1²", "-1", "99"])
+def test_tour_step_in_any_digits_is_never_a_500(client, step):
+    response = client.get("/tour", params={"step": step})
+    assert response.status_code in (200, 422), step
+
+
+def test_head_on_pages_answers_like_get_without_a_body(client, app):
+    for path in [*html_pages(app), "/healthz", "/api/model", "/static/css/app.css"]:
+        response = client.head(path)
+        assert response.status_code == 200, path
+        assert response.content == b""
+        assert_secure(response)
+    assert client.head("/api/trace").status_code == 405  # POST only
+
+
+def test_no_paths_of_the_training_machine(tiny_checkpoint, tiny_translator, monkeypatch):
+    history = {**tiny_translator.history, "settings": {
+        "data": "../shared/data", "out": "/work/main/model/checkpoints", "work": "runs/train",
+        "init": "C:\\runs\\ckpt_v1", "warmup": 1200, "clip": 1.0}}
+    monkeypatch.setattr(tiny_translator, "history", history)
+    app = create_app(Settings(checkpoint=tiny_checkpoint, access_log=False), translator=tiny_translator)
+    with TestClient(app) as client:
+        for path in ("/api/training", "/api/model"):
+            text = client.get(path).text
+            for leak in ("/work/main", "../shared", "runs/train", "ckpt_v1"):
+                assert leak not in text, (path, leak)
+        assert client.get("/api/training").json()["settings"] == {"warmup": 1200, "clip": 1.0}
 
 
 def test_access_log_and_server_timing(client):
@@ -247,9 +288,10 @@ def test_access_log_and_server_timing(client):
         logger.removeHandler(handler)
     timing = response.headers["server-timing"]
     assert re.search(r"model;dur=[0-9.]+", timing) and re.search(r"app;dur=[0-9.]+", timing)
+    assert re.search(r"queue;dur=[0-9.]+", timing)
     entries = [json.loads(line) for line in records]
     trace = next(e for e in entries if e["path"] == "/api/trace")
     assert trace["method"] == "POST" and trace["status"] == 200
-    assert trace["duration_ms"] > 0 and trace["model_ms"] >= 0
+    assert trace["duration_ms"] > 0 and trace["model_ms"] >= 0 and trace["queue_ms"] >= 0
     health = next(e for e in entries if e["path"] == "/healthz")
     assert "model_ms" not in health and health["status"] == 200
