@@ -32,7 +32,8 @@ from torch import Tensor
 from model.trace import Trace
 from model.transformer import BOS_ID
 
-LENS_TOP = 5  # candidates shown per layer
+LENS_TOP = 5  # candidates listed per layer
+LENS_COLUMNS = 8  # candidates in the layer × candidate grid
 
 
 @dataclass
@@ -57,6 +58,9 @@ class StepLens:
     id: int
     layers: list[LayerLens]
     first_top_layer: int | None  # first layer whose top candidate is the chosen one (None: never)
+    candidates: list[str]  # the chosen character, then the others any layer ranks in its top
+    candidate_ids: list[int]
+    grid: list[list[float]]  # [layer][candidate]: each layer's probability for each candidate
 
 
 @dataclass
@@ -96,16 +100,22 @@ def logit_lens(translator, trace: Trace, top: int = LENS_TOP) -> list[StepLens]:
         layers = []
         for layer in range(probs.size(0)):
             p = probs[layer, t]
+            ids = best.indices[layer, t].tolist()
             layers.append(LayerLens(
                 layer=layer,
-                top=[LensCandidate(translator.chinese.id_to_token(i), i, round(float(q), 6))
-                     for q, i in zip(best.values[layer, t].tolist(), best.indices[layer, t].tolist(),
-                                     strict=True)],
+                top=[LensCandidate(token, i, round(q, 6)) for token, i, q in zip(
+                    translator.target_tokens(ids), ids, best.values[layer, t].tolist(), strict=True)],
                 chosen_prob=round(float(p[step.id]), 6),
                 chosen_rank=int((p > p[step.id]).sum()) + 1,
             ))
         first = next((lay.layer for lay in layers if lay.chosen_rank == 1), None)
-        lens.append(StepLens(t, step.token, step.id, layers, first))
+        others = {c.id for lay in layers for c in lay.top} - {step.id}
+        best_anywhere = probs[:, t].max(dim=0).values
+        columns = [step.id, *sorted(others, key=lambda i: -float(best_anywhere[i]))]
+        columns = columns[:LENS_COLUMNS]
+        grid = [[round(float(q), 6) for q in probs[layer, t, columns]] for layer in range(probs.size(0))]
+        lens.append(StepLens(t, step.token, step.id, layers, first,
+                             translator.target_tokens(columns), columns, grid))
     return lens
 
 

@@ -1,7 +1,14 @@
 """/decode — one time step at a time: the seven things inside a decoder layer, the next-character
-distribution, the decoding strategy, forced characters, and the beam-search tree."""
+distribution, the decoding strategy, forced characters, and the beam-search tree; and "why this
+character?": the logit lens per decoder layer and source attributions beside the cross-attention."""
 
 from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import asdict
+from weakref import WeakKeyDictionary
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
@@ -9,8 +16,10 @@ from pydantic import Field
 
 from app.api import summary, timed
 from app.deps import EngineDep, LanguageDep, page_text
+from app.engine import Engine
 from app.layout import render_page
 from app.plots import (
+    ATTENTION_SCALE,
     BLUE,
     GREY,
     LEGEND_TOP,
@@ -20,7 +29,8 @@ from app.plots import (
     category_axis,
     unique_labels,
 )
-from app.schemas import ERRORS, TraceRequest
+from app.schemas import ERRORS, MAX_FORCED, TraceRequest
+from model import interpret
 from model.trace import Trace
 from model.translator import InputError
 
@@ -34,6 +44,16 @@ WORDS = {"head": "head", "before_norm": "x + sublayer(x)", "after_norm": "after 
 
 class FigureRequest(TraceRequest):
     layer: int = Field(0, ge=0, le=63, description="decoder layer shown by the decode view")
+
+
+class InterpretRequest(TraceRequest):
+    """Which step of the translation to explain, and how finely to integrate the gradients."""
+
+    step: int = Field(0, ge=0, le=MAX_FORCED,
+                      description="0-based decoding step whose character is explained")
+    ig_steps: int = Field(64, ge=2, le=256,
+                          description="integrated-gradients steps along the path from the baseline "
+                                      "(more: the attributions add up more exactly); 2–256")
 
 
 @router.get("/decode", response_class=HTMLResponse, include_in_schema=False)
@@ -64,6 +84,75 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
         "steps": decode_steps(trace, request.layer, words),
         "beam": beam_tree(trace, words["step"]),
     }
+
+
+@router.post("/api/figures/interpret", responses=ERRORS, tags=["figures"])
+def interpret_figures(request: InterpretRequest, engine: EngineDep, t: PageText,
+                      response: Response) -> dict:
+    """Why this character? What every decoder layer would predict (logit lens) at every step, and
+    how much each English token contributed to one step's character (gradient × input, integrated
+    gradients) beside that step's cross-attention. One extra model pass per sentence for the lens
+    and one per step for the attributions, both cached."""
+    trace, model_ms = engine.trace(request)
+    n = len(trace.steps)
+    if request.step >= n:
+        raise InputError("step", f"step must be between 0 and {n - 1}: the translation has {n} steps")
+    key = request.cache_key()
+    lens, lens_ms = INTERPRETATIONS.get(engine, ("lens", key), interpret.logit_lens,
+                                        engine.translator, trace)
+    attribution, attribution_ms = INTERPRETATIONS.get(
+        engine, ("attribution", key, request.step, request.ig_steps), interpret.attributions,
+        engine.translator, trace, request.step, request.ig_steps,
+    )
+    timed(response, model_ms + lens_ms + attribution_ms)
+    words = {name: t(f"why.word.{name}")
+             for name in ("gradient_x_input", "integrated_gradients", "cross_attention", "share")}
+    words.update(layer=t("word.layer", n="{n}"), step=t("common.step"))
+    cross = cross_attention_means(trace, request.step)
+    step_lens = lens[request.step]
+    return {
+        **summary(trace),
+        "step": request.step,
+        "layers": len(trace.decoder),
+        "lens": asdict(step_lens),
+        "first_top_layers": [s.first_top_layer for s in lens],
+        "attribution": {**asdict(attribution),
+                        "completeness_gap": round(attribution.completeness_gap, 6)},
+        "cross_attention": cross,
+        "strongest": strongest_sources(attribution, cross),
+        "figures": {
+            "lens": lens_figure(step_lens, words),
+            "lens_steps": lens_steps_figure(lens, request.step, words),
+            "attribution": attribution_figure(attribution, cross, words),
+        },
+    }
+
+
+class _Interpretations:
+    """Per engine, a small LRU of what the logit lens and the attributions computed (plain data),
+    keyed by the trace's cache key (+ step and integration steps)."""
+
+    def __init__(self, size: int = 128):
+        self.size = size
+        self._engines: WeakKeyDictionary[Engine, OrderedDict[tuple, object]] = WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def get(self, engine: Engine, key: tuple, call: Callable, *args) -> tuple[object, float]:
+        """The cached answer and 0 ms, or ``call(*args)`` on the model thread and its milliseconds."""
+        with self._lock:
+            items = self._engines.setdefault(engine, OrderedDict())
+            if key in items:
+                items.move_to_end(key)
+                return items[key], 0.0
+        value, elapsed = engine.run(call, *args)
+        with self._lock:
+            items[key] = value
+            while len(items) > self.size:
+                items.popitem(last=False)
+        return value, elapsed
+
+
+INTERPRETATIONS = _Interpretations()
 
 
 # -- figures --------------------------------------------------------------------------------------
@@ -227,3 +316,109 @@ def decode_steps(trace: Trace, layer: int, words: dict[str, str] | None = None) 
 def _add_norm(stats: dict, t: int, words: dict[str, str]) -> dict:
     series = {words["before_norm"]: stats["sum_sample"][t], words["after_norm"]: stats["normed_sample"][t]}
     return vector_bars(series, words["dimension"])
+
+
+# -- why this character? --------------------------------------------------------------------------
+
+WHY_WORDS = {"layer": "Layer {n}", "gradient_x_input": "gradient × input",
+             "integrated_gradients": "integrated gradients", "cross_attention": "cross-attention",
+             "step": "step", "share": "share"}
+
+
+def layer_label(words: dict[str, str], index: int) -> str:
+    return words["layer"].replace("{n}", str(index + 1))
+
+
+def cross_attention_means(trace: Trace, step: int) -> list[list[float]]:
+    """[layer][source token]: the step's cross-attention row, averaged over the heads."""
+    means = []
+    for block in trace.decoder:
+        rows = [head[step] for head in block["cross_attention"]]
+        means.append([round(sum(column) / len(rows), 5) for column in zip(*rows, strict=True)])
+    return means
+
+
+def shares(values: list[float]) -> list[float]:
+    """Signed attributions as shares of their total size: Σ|share| = 1, comparable to attention."""
+    total = sum(abs(v) for v in values) or 1.0
+    return [round(v / total, 4) for v in values]
+
+
+def strongest_sources(attribution: interpret.Attribution, cross: list[list[float]]) -> dict:
+    """The source token each view weighs most (attributions by size, whatever the sign)."""
+    def top(values: list[float]) -> int:
+        return max(range(len(values)), key=lambda i: abs(values[i]))
+
+    return {
+        "gradient_x_input": top(attribution.gradient_x_input),
+        "integrated_gradients": top(attribution.integrated_gradients),
+        "cross_attention": [top(row) for row in cross],
+    }
+
+
+def lens_figure(lens: interpret.StepLens, words: dict[str, str] | None = None) -> dict:
+    """Logit lens for one step: layers (bottom to top) × candidates, the chosen character first."""
+    words = {**WHY_WORDS, **(words or {})}
+    layers = [layer_label(words, layer.layer) for layer in lens.layers]
+    labels = unique_labels(lens.candidates)
+    labels[0] = f"{labels[0]} ✓"  # the character finally chosen
+    heatmap = {
+        "type": "heatmap", "z": lens.grid, "x": labels, "y": layers,
+        "zmin": 0, "zmax": 1, "colorscale": ATTENTION_SCALE, "xgap": 1, "ygap": 1,
+        "texttemplate": "%{z:.2f}", "customdata": [lens.candidates] * len(layers),
+        "hovertemplate": "%{y} · %{customdata}: p = %{z:.4f}<extra></extra>",
+        "colorbar": {"title": {"text": "p"}, "thickness": 10},
+    }
+    layout = base_layout("", 90 + 44 * len(layers),
+                         xaxis=category_axis(side="top"), yaxis=category_axis())
+    return {"data": [heatmap], "layout": layout}
+
+
+def lens_steps_figure(lens: list[interpret.StepLens], current: int,
+                      words: dict[str, str] | None = None) -> dict:
+    """Every step at once: the probability each layer gives the character finally chosen."""
+    words = {**WHY_WORDS, **(words or {})}
+    n_layers = len(lens[0].layers) if lens else 0
+    layers = [layer_label(words, index) for index in range(n_layers)]
+    z = [[step.layers[index].chosen_prob for step in lens] for index in range(n_layers)]
+    ranks = [[step.layers[index].chosen_rank for step in lens] for index in range(n_layers)]
+    heatmap = {
+        "type": "heatmap", "z": z, "x": unique_labels([s.token for s in lens]), "y": layers,
+        "zmin": 0, "zmax": 1, "colorscale": ATTENTION_SCALE, "xgap": 1, "ygap": 1,
+        "texttemplate": "%{z:.2f}", "customdata": ranks,
+        "hovertemplate": "%{x} · %{y}: p = %{z:.4f}, #%{customdata}<extra></extra>",
+        "colorbar": {"title": {"text": "p"}, "thickness": 10},
+    }
+    shapes = [{"type": "rect", "xref": "x", "yref": "paper", "x0": current - 0.5, "x1": current + 0.5,
+               "y0": 0, "y1": 1, "line": {"color": ORANGE, "width": 3}}] if lens else []
+    layout = base_layout("", 90 + 40 * n_layers, shapes=shapes,
+                         xaxis=category_axis(words["step"]), yaxis=category_axis())
+    return {"data": [heatmap], "layout": layout}
+
+
+def attribution_figure(attribution: interpret.Attribution, cross: list[list[float]],
+                       words: dict[str, str] | None = None) -> dict:
+    """Rows of one step, one column per English token: the two attributions (as shares of their
+    total size, signed in the cell) above the cross-attention of every layer (mean of heads)."""
+    words = {**WHY_WORDS, **(words or {})}
+    gxi, ig = attribution.gradient_x_input, attribution.integrated_gradients
+    rows = [words["gradient_x_input"], words["integrated_gradients"]] + [
+        f"{words['cross_attention']} · {layer_label(words, index)}" for index in range(len(cross))
+    ]
+    signed = [shares(gxi), shares(ig), *cross]
+    raw = [gxi, ig, *cross]
+    heatmap = {
+        "type": "heatmap",
+        "z": [[abs(v) for v in row] for row in signed],
+        "x": unique_labels(attribution.source_tokens), "y": rows,
+        "zmin": 0, "zmax": 1, "colorscale": ATTENTION_SCALE, "xgap": 1, "ygap": 1,
+        "text": [[f"{v:+.2f}" if index < 2 else f"{v:.2f}" for v in row]
+                 for index, row in enumerate(signed)],
+        "texttemplate": "%{text}", "customdata": raw,
+        "hovertemplate": "%{y} · %{x}: %{text} (%{customdata:.4f})<extra></extra>",
+        "colorbar": {"title": {"text": words["share"]}, "thickness": 10},
+    }
+    layout = base_layout("", 110 + 36 * len(rows),
+                         xaxis=category_axis(tickangle=-45), yaxis=category_axis(reverse=True),
+                         margin={"l": 190, "r": 20, "t": 16, "b": 60})
+    return {"data": [heatmap], "layout": layout}

@@ -73,8 +73,13 @@ def test_first_top_layer_is_the_first_layer_ranking_the_choice_first(lens):
         ranks = [layer.chosen_rank for layer in step.layers]
         expected = ranks.index(1) if 1 in ranks else None
         assert step.first_top_layer == expected
-        for layer in step.layers:
+        assert step.candidate_ids[0] == step.id and len(set(step.candidate_ids)) == len(step.candidates)
+        for layer, row in zip(step.layers, step.grid, strict=True):
             assert (layer.top[0].id == step.id) == (layer.chosen_rank == 1)
+            assert row[0] == layer.chosen_prob  # the grid's first column is the chosen character
+            for candidate in layer.top:
+                if candidate.id in step.candidate_ids:
+                    assert row[step.candidate_ids.index(candidate.id)] == candidate.prob
 
 
 def hand_gradient_x_input(translator, trace, step: int) -> list[float]:
