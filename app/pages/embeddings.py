@@ -23,7 +23,7 @@ from app.plots import (
     plain_axis,
     unique_labels,
 )
-from app.schemas import ERRORS, TranslateRequest
+from app.schemas import ERRORS, TraceRequest
 from model.translator import Translator
 
 router = APIRouter()
@@ -31,7 +31,7 @@ PageText = page_text("embeddings")
 MAX_POSITIONS_SHOWN = 128
 
 
-class EmbeddingsRequest(TranslateRequest):
+class EmbeddingsRequest(TraceRequest):
     positions: int = Field(48, ge=8, le=128, description="rows of the positional table shown")
 
 
@@ -47,7 +47,7 @@ def embeddings_figures(request: EmbeddingsRequest, engine: EngineDep, translator
                        t: PageText, response: Response) -> dict:
     """Token embeddings (×√d), positional encodings, their sum, the position table and its
     cosine similarities, and the 2-D projection of the token vectors after every layer."""
-    trace, model_ms = engine.trace(TranslateRequest(**request.model_dump(exclude={"positions"})))
+    trace, model_ms = engine.trace(TraceRequest(**request.model_dump(exclude={"positions"})))
     table, _ = engine.run(positional_encoding, translator, request.positions)
     d = translator.config.d_model
     root = math.sqrt(d)
@@ -93,6 +93,8 @@ def embeddings_figures(request: EmbeddingsRequest, engine: EngineDep, translator
             "offset": similarity_by_offset(table["cosine"], [0, 10, 20], t("emb.offset"),
                                            t("emb.offset_axis"), t("emb.offset_name")),
             "projection": projection_figure(trace.projection, stages),
+            # the same panels two to a row, for a phone
+            "projection_narrow": projection_figure(trace.projection, stages, columns=2),
         },
     }
 
@@ -148,18 +150,22 @@ def vectors_heatmap(
 
 
 def similarity_heatmap(matrix: list[list[float]], heading: str, axis_label: str = "position") -> dict:
-    """Cosine similarity between every pair of positions (−1 … 1)."""
+    """Cosine similarity between every pair of positions, the colour scale spanning the values
+    actually present (between sinusoidal positions they stay well above −1, so a −1 … 1 scale
+    would wash the picture out)."""
+    low = min((v for row in matrix for v in row), default=-1.0)
     heatmap = {
         "type": "heatmap",
         "z": matrix,
         "x": list(range(len(matrix))),
         "y": list(range(len(matrix))),
         "colorscale": ATTENTION_SCALE,
-        "zmin": -1, "zmax": 1,
+        "zmin": math.floor(low * 20) / 20, "zmax": 1,
+        "colorbar": {"title": {"text": "cos"}},
         "hovertemplate": f"{axis_label} %{{y}} · {axis_label} %{{x}}: %{{z:.3f}}<extra></extra>",
     }
-    layout = base_layout(heading, 420, xaxis=plain_axis(axis_label),
-                         yaxis=plain_axis(axis_label, autorange="reversed", scaleanchor="x"))
+    layout = base_layout(heading, 420, xaxis=plain_axis(axis_label, constrain="domain"),
+                         yaxis=plain_axis(axis_label, autorange="reversed"))
     return {"data": [heatmap], "layout": layout}
 
 
@@ -194,41 +200,50 @@ def norm_bars(tokens: list[str], series: dict[str, list[float]], heading: str = 
     return {"data": data, "layout": layout}
 
 
-def projection_figure(projection: dict, stage_names: list[str], heading: str = "") -> dict:
-    """Small multiples: the sentence's token vectors in 2-D at the input and after each layer."""
+def projection_figure(projection: dict, stage_names: list[str], heading: str = "",
+                      columns: int | None = None) -> dict:
+    """Small multiples: the sentence's token vectors in 2-D at the input and after each layer,
+    ``columns`` panels per row (all in one row by default); labels alternate above and below the
+    points so neighbours overlap less."""
     tokens, points = projection["tokens"], projection["points"]
     panels = len(points)
+    columns = max(1, min(columns or panels, panels))
+    rows = math.ceil(panels / columns)
     xs = [x for stage in points for x, _ in stage]
     ys = [y for stage in points for _, y in stage]
     pad_x = (max(xs) - min(xs)) * 0.15 or 1.0
-    pad_y = (max(ys) - min(ys)) * 0.15 or 1.0
+    pad_y = (max(ys) - min(ys)) * 0.2 or 1.0
     x_range = [min(xs) - pad_x, max(xs) + pad_x]
     y_range = [min(ys) - pad_y, max(ys) + pad_y]
-    gap = 0.03
-    width = (1 - gap * (panels - 1)) / panels
+    gap_x, gap_y = 0.06, 0.12 / rows
+    width = (1 - gap_x * (columns - 1)) / columns
+    height = (1 - gap_y * (rows - 1)) / rows
+    positions = ["top center" if i % 2 == 0 else "bottom center" for i in range(len(tokens))]
     data, layout_axes, annotations = [], {}, []
     for index, (stage, name) in enumerate(zip(points, stage_names, strict=True)):
         suffix = "" if index == 0 else str(index + 1)
+        row, column = divmod(index, columns)
         data.append({
             "type": "scatter", "mode": "markers+text", "name": name,
             "x": [p[0] for p in stage], "y": [p[1] for p in stage],
-            "text": tokens, "textposition": "top center", "textfont": {"size": 10},
+            "text": tokens, "textposition": positions, "textfont": {"size": 10},
             "marker": {"size": 8, "color": STAGE_COLOURS[index % len(STAGE_COLOURS)]},
-            "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
+            "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "cliponaxis": False,
             "hovertemplate": f"{name} · %{{text}}<extra></extra>",
         })
-        start = index * (width + gap)
+        left = column * (width + gap_x)
+        top = 1 - row * (height + gap_y)
         layout_axes[f"xaxis{suffix}"] = {
-            "domain": [start, start + width], "range": x_range, "showticklabels": False,
+            "domain": [left, left + width], "range": x_range, "showticklabels": False,
             "zeroline": False, "showgrid": True, "anchor": f"y{suffix}",
         }
         layout_axes[f"yaxis{suffix}"] = {
-            "range": y_range, "showticklabels": False, "zeroline": False, "showgrid": True,
-            "anchor": f"x{suffix}",
+            "domain": [top - height, top], "range": y_range, "showticklabels": False,
+            "zeroline": False, "showgrid": True, "anchor": f"x{suffix}",
         }
-        annotations.append({"text": name, "x": start + width / 2, "y": 1.0, "xref": "paper",
+        annotations.append({"text": name, "x": left + width / 2, "y": top, "xref": "paper",
                             "yref": "paper", "yanchor": "bottom", "showarrow": False})
-    layout = base_layout(heading, 340, showlegend=False, annotations=annotations, **layout_axes)
-    layout["margin"] = {"l": 10, "r": 10, "t": 40, "b": 10}
+    layout = base_layout(heading, 40 + 300 * rows, showlegend=False, annotations=annotations,
+                         **layout_axes)
+    layout["margin"] = {"l": 10, "r": 10, "t": 30, "b": 10}
     return {"data": data, "layout": layout}
-

@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse
 
 from app.deps import LanguageDep
 from app.layout import render_page
+from app.pages.coreference import EXAMPLES as COREFERENCE_EXAMPLES
 
 router = APIRouter(include_in_schema=False)
 
@@ -37,4 +38,5 @@ def page(request: Request, lang: LanguageDep,
     step = min(last, max(0, int(step))) if step.isascii() and step.isdecimal() else 0
     path, stage, key = TOUR[step]
     return render_page(request, "tour", lang, step=step, steps=TOUR, tour_path=path,
-                       tour_stage=stage, tour_key=key, stages=PIPELINE_STAGES)
+                       tour_stage=stage, tour_key=key, stages=PIPELINE_STAGES,
+                       coreference=COREFERENCE_EXAMPLES[0])

@@ -139,9 +139,41 @@ const ITT = (() => {
   // Every chart's mode bar keeps one button: download as PNG (no Plotly logo, no cloud links).
   const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtons: [["toImage"]] };
 
-  function plot(element, figure, config) {
+  /** The chart's frame: a wrapper holding a caption above the chart, made once per chart. */
+  function frame(node) {
+    let parent = node.parentElement;
+    if (!parent.classList.contains("plot-frame")) {
+      const wrapper = document.createElement("div");
+      wrapper.className = "plot-frame";
+      node.replaceWith(wrapper);
+      wrapper.append(element("p", null, "plot-title"), node);
+      parent = wrapper;
+    }
+    return parent;
+  }
+
+  /** A figure's layout made to fit any screen: the title becomes an HTML caption above the chart
+      (it wraps on a phone instead of being clipped, and no toolbar covers it), and a horizontal
+      legend sits above the plot area at the left, where Plotly makes room for it. */
+  function fitted(node, layout) {
+    const out = Object.assign({}, layout);
+    const heading = out.title && out.title.text;
+    if (heading || node.parentElement.classList.contains("plot-frame")) {
+      const caption = frame(node).querySelector(".plot-title");
+      caption.textContent = (heading || "").replace(/<br\s*\/?>/gi, " ").replace(/<[^>]*>/g, "");
+      caption.hidden = !heading;
+      out.title = { text: "" };
+      out.margin = Object.assign({}, out.margin, { t: Math.min((out.margin || {}).t ?? 16, 16) });
+    }
+    if (out.legend && out.legend.orientation === "h" && out.showlegend !== false) {
+      out.legend = Object.assign({}, out.legend, { x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" });
+    }
+    return out;
+  }
+
+  function plot(node, figure, config) {
     const options = Object.assign({}, PLOT_CONFIG, config || {});
-    return window.Plotly.react(element, figure.data, figure.layout, options);
+    return window.Plotly.react(node, figure.data, fitted(node, figure.layout), options);
   }
 
   /** Draw a figure if there is one, else leave a short note (e.g. no training history). */

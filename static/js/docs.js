@@ -1,4 +1,4 @@
-/* The API page: list every endpoint of /openapi.json with its request fields and limits. */
+/* The API page: list every endpoint of /openapi.json with its query parameters, request fields and limits. */
 "use strict";
 
 (() => {
@@ -25,6 +25,24 @@
     return parts.join(" ");
   }
 
+  /** One table of fields: name (* = required), type and limits, description. */
+  function fieldTable(spec, fields) {
+    const table = ITT.element("table", null, "numbers");
+    const head = document.createElement("tr");
+    for (const key of ["docs.field", "docs.type", "docs.description"]) head.appendChild(ITT.element("th", ITT.t(key)));
+    table.appendChild(head);
+    for (const { name, schema, required, description } of fields) {
+      const row = document.createElement("tr");
+      row.appendChild(ITT.element("th", name + (required ? " *" : ""), "mono"));
+      row.appendChild(ITT.element("td", describe(spec, schema), "mono"));
+      row.appendChild(ITT.element("td", description || schema.description || ""));
+      table.appendChild(row);
+    }
+    const scroll = ITT.element("div", null, "table-scroll");
+    scroll.appendChild(table);
+    return scroll;
+  }
+
   async function load() {
     const spec = await ITT.get("/openapi.json");
     const root = document.getElementById("endpoints");
@@ -34,20 +52,22 @@
         const section = ITT.element("section", null, "card");
         section.appendChild(ITT.element("h2", `${method.toUpperCase()} ${path}`, "mono"));
         section.appendChild(ITT.element("p", operation.description || operation.summary || ""));
+        const query = (operation.parameters || []).filter((p) => p.in === "query");
+        if (query.length) {
+          section.appendChild(ITT.element("h3", ITT.t("docs.query")));
+          section.appendChild(fieldTable(spec, query.map((p) => ({
+            name: p.name, schema: p.schema || {}, required: p.required, description: p.description,
+          }))));
+        }
         const body = operation.requestBody && operation.requestBody.content["application/json"];
         if (body) {
           const schema = resolve(spec, body.schema);
-          const table = ITT.element("table", null, "numbers");
-          for (const [name, field] of Object.entries(schema.properties || {})) {
-            const row = document.createElement("tr");
-            const required = (schema.required || []).includes(name) ? " *" : "";
-            row.appendChild(ITT.element("th", name + required, "mono"));
-            row.appendChild(ITT.element("td", describe(spec, field), "mono"));
-            row.appendChild(ITT.element("td", field.description || ""));
-            table.appendChild(row);
-          }
-          section.appendChild(table);
+          section.appendChild(ITT.element("h3", ITT.t("docs.body")));
+          section.appendChild(fieldTable(spec, Object.entries(schema.properties || {}).map(([name, field]) => ({
+            name, schema: field, required: (schema.required || []).includes(name),
+          }))));
         }
+        if (!query.length && !body) section.appendChild(ITT.element("p", ITT.t("docs.no_input"), "muted"));
         sections.push(section);
       }
     }

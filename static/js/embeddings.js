@@ -9,9 +9,11 @@
     const f = data.figures;
     for (const [id, figure] of [["emb-token", f.token], ["emb-position", f.position],
       ["emb-sum", f.sum], ["emb-norms", f.norms], ["pe-table", f.table], ["pe-cosine", f.cosine],
-      ["pe-offset", f.offset], ["projection", f.projection]]) {
+      ["pe-offset", f.offset]]) {
       ITT.plot(document.getElementById(id), figure);
     }
+    const projection = document.getElementById("projection");
+    ITT.plot(projection, projection.clientWidth < 600 ? f.projection_narrow : f.projection);
     const s = data.sample;
     const fmt = (values) => values.map((v) => Number(v).toFixed(3)).join(", ") + ", …";
     ITT.table(document.getElementById("sample-table"), null, [

@@ -24,7 +24,18 @@
       pick: (d) => d.steps[Math.min(1, d.steps.length - 1)].figures.softmax,
     },
     "/training": { get: "/api/training", pick: (d) => d.figures.curves },
-    "/kv-cache": { get: "/api/kv-cache", steps: 32, pick: (d) => d.figures.timing },
+    "/kv-cache": { get: "/api/kv-cache", query: (text) => ({ text, steps: 32 }), pick: (d) => d.figures.timing },
+    // The coreference stop measures the page's own first example: the reader's sentence may have
+    // no pronoun in it.
+    "/coreference": {
+      get: "/api/coreference",
+      query: (text, node) => ({ text: node.dataset.corefText, pronoun: node.dataset.corefPronoun,
+        referent: node.dataset.corefReferent }),
+      pick: (d) => d.figures.grid,
+      caption: (node) => ITT.t("tour.preview_coref", { text: node.dataset.corefText }),
+    },
+    "/scale": { get: "/api/scale", query: () => ({}), pick: (d) => d.figure,
+      caption: () => ITT.t("tour.preview_scale") },
   };
 
   async function preview(text) {
@@ -36,14 +47,15 @@
     }
     const data = spec.post
       ? await ITT.api(spec.post, { text })
-      : await ITT.get(spec.get, spec.steps ? { text, steps: spec.steps } : {});
+      : await ITT.get(spec.get, spec.query ? spec.query(text, figure) : {});
     const chosen = spec.pick(data);
     if (!chosen) {
       figure.hidden = true;
       return;
     }
     ITT.plot(document.getElementById("tour-preview"), chosen);
-    document.getElementById("tour-preview-caption").textContent = ITT.t("tour.preview");
+    document.getElementById("tour-preview-caption").textContent =
+      spec.caption ? spec.caption(figure) : ITT.t("tour.preview");
   }
 
   async function load() {

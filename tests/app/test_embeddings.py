@@ -51,7 +51,9 @@ def test_vectors_and_similarity():
     many = figs.vectors_heatmap([[0.0]] * 48, [str(i) for i in range(48)], "positions")
     assert many["data"][0]["y"] == list(range(48))
     cos = [[1, 0.5, 0.1], [0.5, 1, 0.5], [0.1, 0.5, 1]]
-    assert figs.similarity_heatmap(cos, "")["data"][0]["zmin"] == -1
+    # the colour scale spans the values present (0.1 … 1), not −1 … 1, so the picture has contrast
+    assert figs.similarity_heatmap(cos, "")["data"][0]["zmin"] == 0.1
+    assert figs.similarity_heatmap([[1, -0.52], [-0.52, 1]], "")["data"][0]["zmin"] == -0.55
     offset = figs.similarity_by_offset(cos, [0, 1], "")
     assert [t["y"] for t in offset["data"]] == [[1, 0.5, 0.1], [1, 0.5]]
 
@@ -64,3 +66,7 @@ def test_projection_small_multiples():
     assert all(t["text"] == ["a", "b"] for t in figure["data"])
     assert "xaxis2" in figure["layout"]
     assert_valid_figures(figure)
+    grid = figs.projection_figure({**projection, "points": projection["points"] * 2},
+                                  ["input", "1", "2", "3"], columns=2)
+    domains = [grid["layout"][f"yaxis{s}"]["domain"] for s in ("", "2", "3", "4")]
+    assert domains[0] == domains[1] and domains[2] == domains[3] and domains[0][0] > domains[2][1]

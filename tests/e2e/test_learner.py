@@ -1,0 +1,84 @@
+"""What a learner meets on a phone and in both languages (issue 11): no page scrolls sideways at
+390 px, even with a long sentence and a long 。。。 output; every chart keeps one mode-bar button;
+the explanations the articles give are on the pages, in English and in Chinese."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+
+from tests.e2e.conftest import ARTIFACTS, shot
+
+pytestmark = pytest.mark.e2e
+# long for a phone, yet within the tiny test model's 64-token limit
+LONG = "The weather is nice today, so he gave her a flower because she was sad and tired."
+PAGES = ["/", "/tokens", "/embeddings", "/attention", "/coreference", "/decode", "/kv-cache",
+         "/training", "/scale", "/tour", "/tour?step=4", "/tour?step=8", "/docs"]
+FORCED = "&".join(["forced=" + quote("。")] * 40)  # a long run with no line-break opportunity
+
+
+def wait_idle(page) -> None:
+    page.wait_for_load_state("networkidle")
+    page.locator("body.busy").wait_for(state="detached")
+
+
+def overflow(page) -> int:
+    return page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+
+
+@pytest.fixture()
+def phone(browser):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+    assert errors == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_page_scrolls_sideways_on_a_phone(phone, server, lang):
+    phone.goto(f"{server}/lang/{lang}?next=/")
+    for path in PAGES:
+        joiner = "&" if "?" in path else "?"
+        phone.goto(f"{server}{path}{joiner}text={quote(LONG)}&max_len=12")
+        wait_idle(phone)
+        assert phone.locator("#error").is_hidden(), (path, phone.locator("#error").text_content())
+        assert overflow(phone) <= 0, (lang, path, overflow(phone))
+        # every chart keeps one mode-bar button: download as PNG
+        for chart in phone.locator(".js-plotly-plot").all():
+            buttons = chart.locator(".modebar-btn")
+            assert buttons.count() <= 1, path
+            if buttons.count():
+                assert "png" in buttons.first.get_attribute("data-title").lower(), path
+
+
+def test_a_long_unbreakable_output_stays_inside_a_phone(phone, server):
+    for path in ("/", "/decode", "/tokens", "/embeddings", "/attention"):
+        phone.goto(f"{server}{path}?text={quote(LONG)}&max_len=48&{FORCED}")
+        wait_idle(phone)
+        assert phone.locator("#error").is_hidden(), (path, phone.locator("#error").text_content())
+        if path in ("/", "/decode", "/tokens"):  # the pages that print the translation
+            assert "。。。。。。。。。。" in phone.locator("main").text_content(), path
+        assert overflow(phone) <= 0, (path, overflow(phone))
+    # the KV-cache page prints the model's own output; give it the worst case there too
+    phone.goto(f"{server}/kv-cache?text={quote(LONG)}&steps=8")
+    wait_idle(phone)
+    phone.evaluate("document.getElementById('kv-identical').textContent += '。'.repeat(80)")
+    assert overflow(phone) <= 0
+    shot(phone, "learner-kv-cache-390")
+
+
+def test_chart_titles_wrap_instead_of_being_clipped(phone, server):
+    phone.goto(f"{server}/embeddings")
+    wait_idle(phone)
+    caption = phone.locator("#pe-offset").locator("xpath=..").locator(".plot-title")
+    assert "offset" in caption.text_content()
+    box = caption.bounding_box()
+    assert box["width"] <= 390 and box["height"] > 30  # wrapped onto more than one line
+    assert phone.locator("#pe-offset .gtitle").count() == 0 or \
+        phone.locator("#pe-offset .gtitle").text_content() == ""
+    ARTIFACTS.mkdir(exist_ok=True)
