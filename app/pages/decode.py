@@ -39,7 +39,8 @@ PageText = page_text("decode")
 
 # Words the figures need, with the English defaults a direct caller (a test, a notebook) gets.
 WORDS = {"head": "head", "before_norm": "x + sublayer(x)", "after_norm": "after LayerNorm",
-         "dimension": "dimension", "step": "step", "sampled_from": "sampled from"}
+         "dimension": "dimension", "step": "step", "sampled_from": "sampled from",
+         "p_model": "model (temperature 1)"}
 
 
 class FigureRequest(TraceRequest):
@@ -76,6 +77,7 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
         "dimension": t("common.dimension"),
         "step": t("common.step"),
         "sampled_from": t("decode.sampled_from"),
+        "p_model": t("decode.p_model"),
     }
     return {
         **summary(trace),
@@ -185,36 +187,40 @@ def vector_bars(series: dict[str, list[float]], dimension: str = "dimension",
     return {"data": data, "layout": layout}
 
 
-def candidates_figure(step: dict, sampled: bool = False, sampled_from: str = "sampled from") -> dict:
-    """Linear + softmax: the most likely next tokens, the chosen one in orange."""
+def candidates_figure(step: dict, sampled: bool = False, sampled_from: str = "sampled from",
+                      p_model: str = "model (temperature 1)") -> dict:
+    """Linear + softmax: the most likely next tokens, the chosen one in orange; when sampling, a
+    second bar per token shows the distribution actually drawn from (temperature, top-k, top-p)."""
     top = step["top"]
     tokens = [c["token"] for c in top]
     labels = unique_labels(tokens)
+    text = {"textposition": "outside", "cliponaxis": False, "textfont": {"size": 11}}
     bar = {
         "type": "bar",
         "orientation": "h",
         "y": labels,
         "x": [c["prob"] for c in top],
         "text": [f"{c['prob']:.3f}" for c in top],
-        "textposition": "auto",
+        **text,
         "marker": {"color": [ORANGE if token == step["token"] else BLUE for token in tokens]},
         "customdata": tokens,
-        "name": "p",
-        "hovertemplate": "%{customdata}: %{x:.4f}<extra></extra>",
+        "name": p_model,
+        "hovertemplate": f"%{{customdata}}: %{{x:.4f}}<extra>{p_model}</extra>",
     }
     data = [bar]
     if sampled:
         data.append({
             "type": "bar", "orientation": "h", "y": labels,
             "x": [c["sample_prob"] for c in top], "marker": {"color": GREY},
+            "text": [f"{c['sample_prob']:.3f}" for c in top], **text,
             "name": sampled_from, "customdata": tokens,
             "hovertemplate": f"%{{customdata}}: %{{x:.4f}}<extra>{sampled_from}</extra>",
         })
     layout = base_layout(
-        "", 60 + 26 * len(tokens), barmode="group",
+        "", 60 + (40 if sampled else 26) * len(tokens), barmode="group",
         yaxis=category_axis(reverse=True),
-        xaxis={"range": [0, 1], "title": {"text": "p"}},
-        showlegend=sampled,
+        xaxis={"range": [0, 1.15], "tickvals": [0, 0.25, 0.5, 0.75, 1], "title": {"text": "p"}},
+        showlegend=sampled, legend=LEGEND_TOP,
     )
     return {"data": data, "layout": layout}
 
@@ -307,7 +313,8 @@ def decode_steps(trace: Trace, layer: int, words: dict[str, str] | None = None) 
                 "ffn": vector_bars({"ReLU(xW₁+b₁)": ffn["hidden_sample"][t]}, words["dimension"],
                                    colors=(BLUE,)),
                 "add_norm3": _add_norm(block["add_norm3"], t, words),
-                "softmax": candidates_figure(step_dict, sampled, words["sampled_from"]),
+                "softmax": candidates_figure(step_dict, sampled, words["sampled_from"],
+                                             words["p_model"]),
             },
         })
     return steps
