@@ -587,6 +587,7 @@
     play.setAttribute("aria-label", label);
     play.title = label;
     play.setAttribute("aria-pressed", S.playing ? "true" : "false");
+    $("xr-stage").classList.toggle("xr-playing", S.playing);
   }
 
   // -- narration with the real numbers --------------------------------------------------------------
