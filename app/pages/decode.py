@@ -202,7 +202,11 @@ def candidates_figure(step: dict, sampled: bool = False, sampled_from: str = "sa
         "x": [c["prob"] for c in top],
         "text": [f"{c['prob']:.3f}" for c in top],
         **text,
-        "marker": {"color": [ORANGE if token == step["token"] else BLUE for token in tokens]},
+        # when sampling, the legend's swatch (the first bar's colour) must read "model = blue", so
+        # the chosen token is outlined instead of filled
+        "marker": {"color": [BLUE if sampled or token != step["token"] else ORANGE for token in tokens],
+                   "line": {"color": [ORANGE if sampled and token == step["token"] else BLUE
+                                      for token in tokens], "width": 2 if sampled else 0}},
         "customdata": tokens,
         "name": p_model,
         "hovertemplate": f"%{{customdata}}: %{{x:.4f}}<extra>{p_model}</extra>",
@@ -211,7 +215,9 @@ def candidates_figure(step: dict, sampled: bool = False, sampled_from: str = "sa
     if sampled:
         data.append({
             "type": "bar", "orientation": "h", "y": labels,
-            "x": [c["sample_prob"] for c in top], "marker": {"color": GREY},
+            "x": [c["sample_prob"] for c in top],
+            "marker": {"color": GREY, "line": {"color": [ORANGE if t == step["token"] else GREY
+                                                         for t in tokens], "width": 2}},
             "text": [f"{c['sample_prob']:.3f}" for c in top], **text,
             "name": sampled_from, "customdata": tokens,
             "hovertemplate": f"%{{customdata}}: %{{x:.4f}}<extra>{sampled_from}</extra>",

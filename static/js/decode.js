@@ -20,6 +20,31 @@
     return Number(value).toFixed(digits);
   }
 
+  /** In sampling mode: the chosen character's probability under the model and in the
+      distribution it was actually drawn from (both from the step's recorded candidates). */
+  function drawSampleNote(current) {
+    const note = document.getElementById("sample-note");
+    note.hidden = data.options.strategy !== "sample" || current.forced;
+    if (note.hidden) return;
+    const [model, drawn] = current.figures.softmax.data;
+    const index = model.customdata.indexOf(current.token);
+    note.textContent = index < 0 || !drawn
+      ? ITT.t("decode.sample_outside", { p: fixed(current.prob, 4) })
+      : ITT.t("decode.sample_now", { p: fixed(current.prob, 4), q: fixed(drawn.x[index], 4) });
+  }
+
+  /** Switch off the fields the chosen strategy ignores (a disabled field is not submitted). */
+  function syncFields() {
+    const form = document.getElementById("strategy-form");
+    const strategy = form.querySelector('input[name="strategy"]:checked').value;
+    form.querySelectorAll("label[data-strategy]").forEach((label) => {
+      const off = label.dataset.strategy !== strategy;
+      label.querySelector("input").disabled = off;
+      if (off) label.title = ITT.t("decode.unused");
+      else label.removeAttribute("title");
+    });
+  }
+
   function drawStep() {
     const steps = data.steps;
     const total = steps.length;
@@ -58,6 +83,7 @@
   }
 
   function drawCandidates(current) {
+    drawSampleNote(current);
     const list = document.getElementById("candidates");
     const items = current.figures.softmax.data[0].customdata.map((token, index) => {
       const item = document.createElement("li");
@@ -108,6 +134,7 @@
     for (const [name, fallback] of Object.entries(DEFAULTS)) {
       form.elements.namedItem(name).value = query.has(name) ? query.get(name) : fallback;
     }
+    syncFields();
   }
 
   async function load() {
@@ -160,6 +187,12 @@
     query.delete("step");
     ITT.setURL(query, true);
     load().catch((error) => ITT.showError(error.message));
+  });
+  document.querySelectorAll('#strategy-form input[name="strategy"]').forEach((radio) => {
+    radio.addEventListener("change", () => {
+      syncFields();
+      if (radio.value === "sample") document.getElementById("sampling-help").open = true;
+    });
   });
   ITT.start(load);
 })();

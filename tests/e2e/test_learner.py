@@ -82,3 +82,33 @@ def test_chart_titles_wrap_instead_of_being_clipped(phone, server):
     assert phone.locator("#pe-offset .gtitle").count() == 0 or \
         phone.locator("#pe-offset .gtitle").text_content() == ""
     ARTIFACTS.mkdir(exist_ok=True)
+
+
+@pytest.mark.parametrize(("lang", "words"), [("en", ["Temperature", "Top-k", "Top-p", "Seed"]),
+                                             ("zh", ["温度", "Top-k", "Top-p", "随机种子"])])
+def test_sampling_is_explained_and_unused_fields_are_off(page, server, lang, words):
+    page.goto(f"{server}/lang/{lang}?next=/decode%3Fmax_len%3D4")
+    wait_idle(page)
+    help_box = page.locator("#sampling-help")
+    assert help_box.count() == 1
+    text = help_box.text_content()
+    for word in words:
+        assert word in text, word
+    # greedy ignores temperature, top-k, top-p, seed and beam size: the fields say so by being off
+    for name in ("temperature", "top_k", "top_p", "seed", "beam_size"):
+        assert page.locator(f'#strategy-form input[name="{name}"]').is_disabled(), name
+    page.locator('#strategy-form input[value="sample"]').check()
+    assert help_box.get_attribute("open") is not None
+    for name in ("temperature", "top_k", "top_p", "seed"):
+        assert page.locator(f'#strategy-form input[name="{name}"]').is_enabled(), name
+    assert page.locator('#strategy-form input[name="beam_size"]').is_disabled()
+    page.locator('#strategy-form input[name="temperature"]').fill("1.7")
+    page.locator('#strategy-form input[name="top_k"]').fill("3")
+    page.locator("#strategy-form button[type=submit]").click()
+    wait_idle(page)
+    assert "beam_size" not in page.url and "temperature=1.7" in page.url
+    # the chart shows the distribution actually sampled from, in the reader's language
+    legend = page.locator("#fig-softmax .legendtext").all_text_contents()
+    assert len(legend) == 2 and (("实际" in legend[1]) if lang == "zh" else ("sampled" in legend[1]))
+    assert page.locator("#sample-note").is_visible() or page.locator("#chosen").text_content()
+    shot(page, f"learner-decode-sampling-{lang}")
