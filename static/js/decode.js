@@ -80,6 +80,53 @@
     });
     document.getElementById("num-entropy").textContent = ITT.t("num.entropy", { h: fixed(current.entropy, 3) });
     drawCandidates(current);
+    drawWhy().catch((error) => ITT.showError(error.message));
+  }
+
+  // -- Why this character? The logit lens and source attributions, fetched per step when open ----
+  let whyShown = "";
+  let whyPending = "";
+  let whyRequests = 0;
+
+  function igStepsFromURL() {
+    const raw = Number.parseInt(ITT.params().get("ig_steps") || "64", 10);
+    return Number.isInteger(raw) && raw >= 2 && raw <= 256 ? raw : 64;
+  }
+
+  async function drawWhy() {
+    if (!document.getElementById("why").open || !data || !data.steps.length) return;
+    const body = ITT.requestFromURL({ step, ig_steps: igStepsFromURL() });
+    const key = JSON.stringify(body);
+    if (key === whyShown || key === whyPending) return;
+    whyPending = key;
+    const ticket = ++whyRequests;
+    let why;
+    try {
+      why = await ITT.api("/api/figures/interpret", body);
+    } finally {
+      if (whyPending === key) whyPending = "";
+    }
+    if (ticket !== whyRequests) return; // the reader moved on while this one was computed
+    whyShown = key;
+    ITT.plot(document.getElementById("fig-lens"), why.figures.lens);
+    ITT.plot(document.getElementById("fig-attribution"), why.figures.attribution);
+    ITT.plot(document.getElementById("fig-lens-steps"), why.figures.lens_steps);
+    const lens = why.lens;
+    document.getElementById("lens-note").textContent = lens.first_top_layer === null
+      ? ITT.t("why.never_top", { token: lens.token })
+      : ITT.t("why.first_top", { token: lens.token, layer: lens.first_top_layer + 1, layers: why.layers });
+    const a = why.attribution;
+    const strongest = why.strongest;
+    document.getElementById("attr-note").textContent = ITT.t("why.strongest", {
+      gxi: a.source_tokens[strongest.gradient_x_input],
+      ig: a.source_tokens[strongest.integrated_gradients],
+      att: a.source_tokens[strongest.cross_attention[strongest.cross_attention.length - 1]],
+    });
+    const sum = a.integrated_gradients.reduce((total, value) => total + value, 0);
+    document.getElementById("complete-note").textContent = ITT.t("why.complete", {
+      sum: fixed(sum, 3), base: fixed(a.baseline_log_prob, 3), real: fixed(a.log_prob, 3),
+      diff: fixed(a.log_prob - a.baseline_log_prob, 3), gap: fixed(a.completeness_gap, 3), n: a.ig_steps,
+    });
   }
 
   function drawCandidates(current) {
@@ -144,6 +191,8 @@
     const layer = layerFromURL();
     document.getElementById("layer-select").value = String(layer);
     document.getElementById("reset-forced").hidden = query.getAll("forced").length === 0;
+    document.getElementById("why").open = query.get("why") === "1";
+    document.getElementById("ig-steps").value = String(igStepsFromURL());
     data = await ITT.api("/api/figures/decode", ITT.requestFromURL({ layer }));
     step = Number.parseInt(query.get("step") || "0", 10) || 0;
     const beam = document.getElementById("beam");
@@ -172,6 +221,9 @@
     for (const [name, value] of form.entries()) {
       if (name !== "text" && value !== "") query.set(name, value);
     }
+    for (const name of ["why", "ig_steps"]) { // the "why" panel stays as it was
+      if (ITT.params().has(name)) query.set(name, ITT.params().get(name));
+    }
     ITT.setURL(query, true);
     load().catch((error) => ITT.showError(error.message));
   });
@@ -180,6 +232,23 @@
     query.set("layer", event.target.value);
     ITT.setURL(query, false);
     load().catch((error) => ITT.showError(error.message));
+  });
+  document.getElementById("why").addEventListener("toggle", (event) => {
+    const query = ITT.params();
+    if ((query.get("why") === "1") !== event.target.open) {
+      if (event.target.open) query.set("why", "1");
+      else query.delete("why");
+      ITT.setURL(query, false);
+    }
+    drawWhy().catch((error) => ITT.showError(error.message));
+  });
+  document.getElementById("ig-steps").addEventListener("change", (event) => {
+    const value = Number.parseInt(event.target.value, 10);
+    if (!Number.isInteger(value) || value < 2 || value > 256) return;
+    const query = ITT.params();
+    query.set("ig_steps", value);
+    ITT.setURL(query, false);
+    drawWhy().catch((error) => ITT.showError(error.message));
   });
   document.getElementById("reset-forced").addEventListener("click", () => {
     const query = ITT.params();
