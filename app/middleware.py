@@ -72,12 +72,15 @@ def install(app: FastAPI, settings: Settings) -> None:
     app.add_middleware(AccessLog, enabled=settings.access_log)
 
 
-async def answer(send, status: int, message: str, retry_after: int | None = None) -> None:
+async def answer(send, status: int, message: str, retry_after: int | None = None,
+                 close: bool = False) -> None:
     """A complete ``{"message": ...}`` JSON response, sent from inside a middleware."""
     body = json.dumps({"message": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if retry_after is not None:
         headers.append((b"retry-after", str(retry_after).encode()))
+    if close:  # the rest of the request is still on the wire: do not read it as the next one
+        headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -245,7 +248,7 @@ class BodySizeLimit:
                 message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
             except TimeoutError:
                 return await answer(send, 408, f"body: the request body did not arrive within "
-                                               f"{self.read_timeout_s:g} s")
+                                               f"{self.read_timeout_s:g} s", close=True)
             if message["type"] == "http.disconnect":
                 return
             chunk = message.get("body", b"")

@@ -25,5 +25,6 @@ def client(app):
 @pytest.fixture(scope="module")
 def live_server(tiny_checkpoint):
     """``python -m app`` on a free loopback port, serving the tiny checkpoint."""
-    with LiveServer(tiny_checkpoint, env={"ITT_ACCESS_LOG": "false"}) as server:
+    env = {"ITT_ACCESS_LOG": "false", "ITT_HEADER_TIMEOUT_S": "2", "ITT_BODY_READ_TIMEOUT_S": "2"}
+    with LiveServer(tiny_checkpoint, env=env) as server:
         yield server
