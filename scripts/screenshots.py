@@ -26,12 +26,13 @@ PAGES = {
     "embeddings": "/embeddings",
     "attention": "/attention",
     "decode": "/decode?strategy=beam&beam_size=4",
+    "interpret": "/decode?why=1&step=0",
     "kv-cache": "/kv-cache",
     "training": "/training",
     "scale": "/scale",
 }
 # Pages whose interesting part starts below the controls: scroll there before the shot.
-SCROLL_TO = {"decode": "#beam-title"}
+SCROLL_TO = {"decode": "#beam-title", "interpret": "#why-title"}
 SETTLED = """() => !document.body.classList.contains('busy') && window.__pending === 0"""
 
 
