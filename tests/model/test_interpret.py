@@ -40,6 +40,22 @@ def test_last_layer_lens_is_the_real_distribution(lens, trace):
     assert_last_layer_is_the_step_distribution(lens, trace)
 
 
+@pytest.mark.parametrize("options", [
+    DecodingOptions(strategy="beam", beam_size=3, max_len=6),
+    DecodingOptions(strategy="sample", temperature=5.0, seed=3, max_len=6),
+])
+def test_the_lens_follows_beam_search_and_sampling(tiny_translator, options):
+    """Beam search's chosen path and sampled characters: still the real distribution at the top
+    layer, and a sampled character need not be any layer's favourite."""
+    trace = tiny_translator.trace(TEXT, options, forced_prefix=["猫"])
+    lens = interpret.logit_lens(tiny_translator, trace)
+    assert_last_layer_is_the_step_distribution(lens, trace)
+    assert lens[0].token == "猫"
+    for step in lens:
+        if step.layers[-1].chosen_rank > 1 and all(layer.chosen_rank > 1 for layer in step.layers):
+            assert step.first_top_layer is None
+
+
 def test_last_layer_lens_is_the_real_distribution_on_the_shipped_model(shipped_translator):
     trace = shipped_translator.trace(TEXT)
     lens = interpret.logit_lens(shipped_translator, trace)
