@@ -4,9 +4,12 @@ reader types."""
 
 from __future__ import annotations
 
+import csv
 import re
 import unicodedata
 from dataclasses import asdict
+from functools import cache
+from pathlib import Path
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
@@ -14,7 +17,7 @@ from pydantic import Field, field_validator
 
 from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
-from app.layout import render_page
+from app.layout import DEFAULT_TEXT, render_page
 from app.plots import (
     BLUE,
     GREEN,
@@ -35,6 +38,13 @@ PageText = page_text("training")
 SCHEDULE_POINTS = 200
 MAX_REFERENCE_CHARS = 200
 CHINESE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# Human translations of the project's hand-written probe sentences: the default reference when the
+# sentence is one of them, because the model's own output as reference makes teacher forcing and
+# free running agree everywhere by construction.
+PROBE_FILE = Path(__file__).resolve().parents[2] / "model" / "probe.tsv"
+# The optimizer model/train.py builds: torch.optim.Adam(betas=(0.9, 0.98), eps=1e-9), its learning
+# rate set every step by the warmup schedule (tests/app/test_training.py checks the two agree).
+ADAM = {"beta1": 0.9, "beta2": 0.98, "eps": 1e-9}
 
 
 class ScoreRequest(Strict):
@@ -66,12 +76,30 @@ class ScoreRequest(Strict):
 # -- routes ---------------------------------------------------------------------------------------
 
 
+@cache
+def human_references() -> dict[str, str]:
+    """English sentence → its human Chinese translation, from model/probe.tsv (empty if absent)."""
+    if not PROBE_FILE.exists():
+        return {}
+    with PROBE_FILE.open(encoding="utf-8", newline="") as handle:
+        return {row["english"]: row["chinese"] for row in csv.DictReader(handle, delimiter="\t")}
+
+
+def human_reference(text: str) -> str:
+    return human_references().get(" ".join(text.split()), "")
+
+
 @router.get("/training", response_class=HTMLResponse, include_in_schema=False)
 def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTMLResponse:
     settings = translator.history.get("settings", {})
+    text = request.query_params.get("text") or DEFAULT_TEXT
     return render_page(request, "training", lang,
                        reference=request.query_params.get("reference", "")[:200],
-                       clip=settings.get("clip", 1.0), warmup=settings.get("warmup", 1500))
+                       human_reference=human_reference(text[:200]),
+                       clip=settings.get("clip", 1.0), warmup=settings.get("warmup", 1500),
+                       adam={**ADAM, "eps": f"{ADAM['eps']:.0e}".replace("e-0", "e-")},
+                       beta1_steps=round(1 / (1 - ADAM["beta1"])),
+                       beta2_steps=round(1 / (1 - ADAM["beta2"])))
 
 
 @router.post("/api/score", responses=ERRORS, tags=["model"])

@@ -41,6 +41,16 @@
       [ITT.t("training.row.predicted"), ...data.predicted],
       [ITT.t("training.row.free"), ...free],
     ], true);
+    const forcedRight = data.predicted.filter((token, i) => token === data.labels[i]).length;
+    const split = free.findIndex((token, i) => token !== data.labels[i]);
+    document.getElementById("exposure-line").textContent = split < 0
+      ? ITT.t("training.exposure_same", { n, right: forcedRight })
+      : ITT.t("training.exposure_split", {
+        n, right: forcedRight, pos: split, label: data.labels[split], free: free[split] || "∅",
+      });
+    document.getElementById("reference-source").textContent = ITT.t(
+      data.reference === data.greedy_translation ? "training.ref_own"
+        : data.reference === referenceInput.dataset.human ? "training.ref_human" : "training.ref_yours");
     // mark where teacher-forced and free-running predictions agree with the label
     const rows = document.querySelectorAll("#teacher-table tbody tr");
     [1, 2].forEach((r) => {
@@ -53,7 +63,8 @@
   async function load() {
     ITT.clearError();
     const text = ITT.text();
-    let reference = ITT.params().get("reference") || "";
+    // a human translation when the sentence has one (the probe set), else the model's own output
+    let reference = ITT.params().get("reference") || referenceInput.dataset.human || "";
     if (!reference) {
       const translation = await ITT.api("/api/translate", { text });
       reference = translation.translation;

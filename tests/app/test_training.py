@@ -133,3 +133,21 @@ def test_gradient_norm_is_a_real_backward_pass(app_client, tiny_translator):
 def test_the_page_says_the_gradient_is_eval_mode(app_client):
     html = app_client.get("/training").text
     assert 'id="eval-mode"' in html and "dropout switched off" in html
+
+
+def test_adam_settings_are_the_ones_training_uses():
+    import inspect
+
+    from app.pages import training
+    from model import train
+
+    adam = training.ADAM
+    assert (f"betas=({adam['beta1']}, {adam['beta2']}), eps={adam['eps']:.0e}".replace("e-09", "e-9")
+            in inspect.getsource(train))
+
+
+def test_default_reference_is_a_human_translation_when_there_is_one(app_client):
+    html = app_client.get("/training", params={"text": "The cat sits on the mat."}).text
+    assert 'data-human="猫坐在垫子上。"' in html
+    assert 'data-human=""' in app_client.get("/training", params={"text": "I like green tea."}).text
+    assert "β₁ = 0.9" in html and "β₂ = 0.98" in html

@@ -112,3 +112,28 @@ def test_sampling_is_explained_and_unused_fields_are_off(page, server, lang, wor
     assert len(legend) == 2 and (("实际" in legend[1]) if lang == "zh" else ("sampled" in legend[1]))
     assert page.locator("#sample-note").is_visible() or page.locator("#chosen").text_content()
     shot(page, f"learner-decode-sampling-{lang}")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_training_table_aligns_and_teacher_forcing_parts_from_free_running(page, server, lang):
+    page.goto(f"{server}/lang/{lang}?next=/training")
+    wait_idle(page)
+    # the default sentence has a human reference, so free running differs from it somewhere
+    assert page.locator("#reference").input_value() == "猫坐在垫子上。"
+    for table in ("#shift-table", "#teacher-table"):
+        head = page.locator(f"{table} thead th").all()
+        for row in page.locator(f"{table} tbody tr").all():
+            cells = row.locator("th, td").all()
+            assert len(cells) == len(head), table
+            for h, c in zip(head[1:], cells[1:], strict=True):  # every column under its number
+                hb, cb = h.bounding_box(), c.bounding_box()
+                assert abs((hb["x"] + hb["width"] / 2) - (cb["x"] + cb["width"] / 2)) < 2
+                assert abs(h.evaluate("e => e.getBoundingClientRect().left")
+                           - c.evaluate("e => e.getBoundingClientRect().left")) < 1
+    line = page.locator("#exposure-line").text_content()
+    assert ("parts from the reference" in line) if lang == "en" else ("分开" in line)
+    adam = page.locator("#adam").text_content()
+    assert "β₁ = 0.9" in adam and "β₂ = 0.98" in adam and "ε = 1e-9" in adam
+    assert page.locator("#teacher-title ~ h3").first.text_content() == (
+        "Exposure bias" if lang == "en" else "暴露偏差")
+    shot(page, f"learner-training-{lang}")
