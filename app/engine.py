@@ -10,8 +10,9 @@ is not a model call.)
 
 A class pressing "Translate" at once must not take the server down, so :meth:`Engine.run`
 
-- **admits** at most ``max_queue`` calls (running + waiting) and none whose estimated wait is
-  longer than its request has left: the others get :class:`Busy` at once (503 + Retry-After);
+- **admits** at most ``max_queue`` calls (running + waiting) and none that would not finish in
+  the time its request has left (the expected seconds of the calls ahead plus its own, learnt per
+  kind of call): the others get :class:`Busy` at once (503 + Retry-After);
 - **cancels**: each request carries a :class:`Ticket` (its deadline; cancelled when the client
   disconnects or the time limit answers 503). A queued call whose ticket is cancelled never runs;
   a running one stops at its next encoder or decoder layer (a forward pre-hook checks the ticket),
@@ -131,8 +132,9 @@ class Engine:
         self.layer_calls = 0  # encoder/decoder layers run on the model thread (tests read this)
         self.cache_bytes = 0
         self.pending = 0  # calls admitted and not finished: running + queued
+        self.queued_s = 0.0  # their expected seconds on the model thread, summed
         self.shed = 0  # calls refused with Busy
-        self._call_ms = 100.0  # moving average of one model call, for admission and Retry-After
+        self._seconds: dict[tuple, float] = {}  # moving average of one call's seconds, per kind
         self._traces: OrderedDict[tuple, tuple[Trace, int]] = OrderedDict()
         self._lock = threading.Lock()
         self._key_locks: dict[tuple, threading.Lock] = {}
@@ -150,18 +152,21 @@ class Engine:
     def run(self, call: Callable[..., Result], *args, **kwargs) -> tuple[Result, float]:
         """``call(*args, **kwargs)`` on the model thread, and the milliseconds it computed there.
 
-        Raises :class:`Busy` at once when the queue is full, :class:`Cancelled` when the request's
-        ticket is cancelled or its deadline passes (queued or running)."""
+        Raises :class:`Busy` at once when the queue is full or the call could not finish before
+        the request's deadline, :class:`Cancelled` when the request's ticket is cancelled or its
+        deadline passes (queued or running)."""
         ticket = CURRENT_TICKET.get() or Ticket()
         ticket.check()
-        self._admit(ticket)
+        kind = _kind(call, args)
+        estimate = self._admit(ticket, kind)
         timing = {"submitted": time.perf_counter()}
         try:
-            future = self._model_thread.submit(self._call, ticket, timing, call, args, kwargs)
+            future = self._model_thread.submit(self._call, ticket, kind, estimate, timing, call,
+                                               args, kwargs)
         except BaseException:
-            self._release()
+            self._release(estimate)
             raise
-        future.add_done_callback(lambda _: self._release())
+        future.add_done_callback(lambda _: self._release(estimate))
         ticket.on_cancel(future.cancel)  # a queued call is dropped; a running one stops itself
         try:
             result = future.result(timeout=ticket.remaining())
@@ -177,31 +182,45 @@ class Engine:
             ticket.model_ms += (timing.get("ended", now) - started) * 1000
         return result, (timing["ended"] - timing["started"]) * 1000
 
-    def _admit(self, ticket: Ticket) -> None:
+    def _admit(self, ticket: Ticket, kind: tuple) -> float:
+        """Count the call in, or raise :class:`Busy`; the seconds it is expected to take."""
         with self._lock:
-            wait_s = self.pending * self._call_ms / 1000
+            # A kind never seen is assumed as slow as the slowest seen (1 s before any).
+            estimate = self._seconds.get(kind, max(self._seconds.values(), default=1.0))
+            wait = self.queued_s
             remaining = ticket.remaining()
-            if self.pending >= self.max_queue or (remaining is not None and wait_s > remaining):
+            if self.pending >= self.max_queue or (remaining is not None
+                                                  and wait + estimate > remaining):
                 self.shed += 1
-                raise Busy(max(1, math.ceil(wait_s)))
+                raise Busy(max(1, math.ceil(wait)))
             self.pending += 1
+            self.queued_s += estimate
+            return estimate
 
-    def _release(self) -> None:
+    def _release(self, estimate: float) -> None:
         with self._lock:
             self.pending -= 1
+            self.queued_s = max(0.0, self.queued_s - estimate)
 
-    def _call(self, ticket: Ticket, timing: dict, call: Callable[..., Result], args, kwargs) -> Result:
+    def _call(self, ticket: Ticket, kind: tuple, estimate: float, timing: dict,
+              call: Callable[..., Result], args, kwargs) -> Result:
         """On the model thread: skip a call whose request is gone, else run it with its ticket."""
         timing["started"] = time.perf_counter()
         try:
             ticket.check()
+            remaining = ticket.remaining()
+            if remaining is not None and remaining < estimate / 2:
+                # it would be stopped at the deadline anyway: leave the time to calls that finish
+                raise Cancelled(ticket.too_long())
             _running.job = (self, ticket)
             result = call(*args, **kwargs)
         finally:
             _running.job = None
             timing["ended"] = time.perf_counter()
         with self._lock:  # only calls that ran to the end teach the admission how long one takes
-            self._call_ms = 0.8 * self._call_ms + 0.2 * (timing["ended"] - timing["started"]) * 1000
+            seconds = timing["ended"] - timing["started"]
+            known = self._seconds.get(kind)
+            self._seconds[kind] = seconds if known is None else 0.7 * known + 0.3 * seconds
         return result
 
     # -- the trace cache -------------------------------------------------------------------------
@@ -261,6 +280,18 @@ class Engine:
             while len(self._traces) > self.size or self.cache_bytes > self.max_bytes:
                 _, (_, evicted) = self._traces.popitem(last=False)
                 self.cache_bytes -= evicted
+
+
+def _kind(call: Callable, args: tuple) -> tuple:
+    """What a call costs depends on: the function, its integer arguments (KV-cache steps) and the
+    decoding options (strategy, beam size, max_len)."""
+    kind: list = [getattr(call, "__qualname__", type(call).__name__)]
+    for arg in args:
+        if isinstance(arg, int):
+            kind.append(arg)
+        elif isinstance(arg, DecodingOptions):
+            kind += [arg.strategy, arg.beam_size if arg.strategy == "beam" else 1, arg.max_len]
+    return tuple(kind)
 
 
 def options(request: TranslateRequest) -> DecodingOptions:

@@ -2,20 +2,34 @@
 
     python -m bench.load [--requests 500] [--concurrency 16] [--words 10] [--repeat]
                          [--url http://127.0.0.1:8000 | --checkpoint DIR --workers N]
+    python -m bench.load --scenario burst [--burst 32]
+    python -m bench.load --scenario classroom [--students 60] [--seconds 120]
 
 Without --url it starts ``python -m app`` on a free loopback port. Sentences are distinct (every
 request runs the model) unless --repeat sends one sentence over and over (served from the cache).
+
+``--scenario burst`` is a class pressing the heaviest buttons at once: ``--burst`` traces of 200
+characters with beam 8 and max_len 128, then ``--burst`` KV-cache races of 128 steps, then 16 races
+whose clients give up after 0.5 s. ``--scenario classroom`` replays ``--students`` students for
+``--seconds``: each translates a sentence, opens the other pages' figures, steps through decoding
+and thinks 2–6 s, with a burst of heavy requests every 30 s. Both print, per endpoint, served and
+shed (503) counts and p50/p95/p99 of served requests, /healthz p99 meanwhile, the server's
+CPU-seconds in the 3 s after the last answer (≈ 0 when nothing runs for requests already
+answered) and its peak RSS.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
 import sys
 import threading
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 import httpx
 
@@ -95,6 +109,254 @@ def report(name: str, result: LoadResult) -> str:
     return line
 
 
+# -- a class at once ----------------------------------------------------------------------------
+
+
+class Probe:
+    """While a scenario runs: /healthz every 100 ms (latency) and the server's RSS (peak)."""
+
+    def __init__(self, server: LiveServer):
+        self.server = server
+        self.health_ms: list[float] = []
+        self.health_failures = 0
+        self.peak_rss_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Probe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.server.url, timeout=30) as client:
+            while not self._stop.is_set():
+                started = time.perf_counter()
+                try:
+                    ok = client.get("/healthz").status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                if ok:
+                    self.health_ms.append((time.perf_counter() - started) * 1000)
+                else:
+                    self.health_failures += 1
+                self.peak_rss_mb = max(self.peak_rss_mb, self.server.rss_mb())
+                self._stop.wait(0.1)
+
+
+def cpu_seconds(server: LiveServer) -> float:
+    """User + system CPU time of the server's processes so far (from /proc/<pid>/stat)."""
+    ticks = 0
+    for pid in server.pids():
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Outcomes:
+    """Per endpoint: latencies of served (2xx) requests, and every status or error seen."""
+
+    served_ms: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    statuses: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    last_answer: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def send(self, client: httpx.Client, name: str, method: str, path: str,
+             body: dict | None = None) -> int | str:
+        started = time.perf_counter()
+        try:
+            response = client.request(method, path, json=body)
+            outcome: int | str = response.status_code
+            if outcome == 503 and "busy" not in response.text:
+                outcome = "503 at the deadline"  # admitted, then stopped at the time limit
+        except httpx.TimeoutException:
+            outcome = "gave up"
+        except httpx.HTTPError as error:
+            outcome = type(error).__name__
+        ended = time.perf_counter()
+        with self.lock:
+            self.statuses[name][outcome] += 1
+            if isinstance(outcome, int) and outcome < 300:
+                self.served_ms[name].append((ended - started) * 1000)
+            self.last_answer = max(self.last_answer, ended)
+        return outcome
+
+    def lines(self) -> list[str]:
+        out = []
+        for name in sorted(self.statuses):
+            counts = self.statuses[name]
+            served = self.served_ms.get(name, [])
+            line = (f"  {name:<28} served {len(served):>4} · shed at once (503) {counts.get(503, 0):>4} · "
+                    f"other {dict((k, v) for k, v in counts.items() if k != 503 and k != 200)}")
+            if served:
+                stats = percentiles(served)
+                p95 = sorted(served)[min(len(served) - 1, round(0.95 * (len(served) - 1)))]
+                line += f" · p50 {stats['p50']:.0f} ms · p95 {p95:.0f} · p99 {stats['p99']:.0f}"
+            out.append(line)
+        return out
+
+    def summary(self) -> dict:
+        result = {}
+        for name, counts in self.statuses.items():
+            served = sorted(self.served_ms.get(name, []))
+            result[name] = {"served": len(served), "shed": counts.get(503, 0),
+                            "other": {str(k): v for k, v in counts.items() if k not in (200, 503)},
+                            **{f"p{q}_ms": _pick(served, q / 100) for q in (50, 95, 99)}}
+        return result
+
+
+def _pick(ordered: list[float], q: float) -> float | None:
+    return round(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))], 1) if ordered else None
+
+
+def at_once(count: int, task) -> None:
+    """Run ``task(i)`` on ``count`` threads released together."""
+    gate = threading.Barrier(count)
+
+    def run(i: int) -> None:
+        gate.wait()
+        task(i)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def heavy_texts(count: int, offset: int) -> list[str]:
+    """Distinct English sentences of about 200 characters (the text limit)."""
+    out = []
+    for text in sentences(40, count, offset):
+        cut = text[:199].rsplit(" ", 1)[0]
+        out.append(cut + ".")
+    return out
+
+
+def cpu_after(server: LiveServer, outcomes: Outcomes, seconds: float = 3.0) -> float:
+    """The server's CPU-seconds from the last answer to ``seconds`` after it."""
+    begin = cpu_seconds(server)
+    waited = time.perf_counter() - outcomes.last_answer
+    time.sleep(max(0.0, seconds - waited))
+    # what ran between the last answer and ``begin`` is not counted: at most a few ms here
+    return cpu_seconds(server) - begin
+
+
+def burst_scenario(server: LiveServer, size: int) -> dict:
+    report: dict = {}
+    texts = heavy_texts(size, 7000)
+    phases = [
+        ("heavy trace", size, 120.0, lambda i: (
+            "POST", "/api/trace",
+            {"text": texts[i], "strategy": "beam", "beam_size": 8, "max_len": 128})),
+        ("kv-cache race", size, 120.0, lambda i: (
+            "GET", "/api/kv-cache?" + urlencode({"text": sentences(20, 1, 9000 + i)[0],
+                                                "steps": 128}), None)),
+        ("kv-cache, client gives up", 16, 0.5, lambda i: (
+            "GET", "/api/kv-cache?" + urlencode({"text": sentences(20, 1, 9500 + i)[0],
+                                                "steps": 128}), None)),
+    ]
+    for name, count, timeout, request in phases:
+        outcomes = Outcomes()
+        cpu_before = cpu_seconds(server)
+        started = time.perf_counter()
+        with Probe(server) as probe:
+
+            def one(i: int, request=request, timeout=timeout, outcomes=outcomes, name=name) -> None:
+                method, path, body = request(i)
+                with httpx.Client(base_url=server.url, timeout=timeout) as client:
+                    outcomes.send(client, name, method, path, body)
+
+            at_once(count, one)
+            cpu_total = cpu_seconds(server) - cpu_before
+            after = cpu_after(server, outcomes)
+        wall = outcomes.last_answer - started
+        print(f"{name}: {count} at once, last answer after {wall:.1f} s")
+        print("\n".join(outcomes.lines()))
+        health = percentiles(probe.health_ms) if probe.health_ms else None
+        print(f"  /healthz p50 {health['p50']:.1f} ms · p99 {health['p99']:.1f} ms (n={health['n']}, "
+              f"failed {probe.health_failures}) · CPU {cpu_total:.1f} s during, {after:.2f} s in the "
+              f"3 s after the last answer · peak RSS {probe.peak_rss_mb:.0f} MB"
+              if health else "  /healthz: no answer")
+        report[name] = {**outcomes.summary()[name], "wall_s": round(wall, 2),
+                        "healthz_p99_ms": round(health["p99"], 1) if health else None,
+                        "cpu_during_s": round(cpu_total, 2), "cpu_after_s": round(after, 2),
+                        "peak_rss_mb": round(probe.peak_rss_mb)}
+    return report
+
+
+def classroom_scenario(server: LiveServer, students: int, seconds: float, seed: int = 0) -> dict:
+    """``students`` students for ``seconds``: translate, look at every page, step, think."""
+    outcomes = Outcomes()
+    end = time.perf_counter() + seconds
+    texts = sentences(10, students * 50, 12000)
+    heavy = heavy_texts(students, 15000)
+
+    def student(i: int) -> None:
+        rng = random.Random(seed * 1000 + i)
+        time.sleep(rng.uniform(0, 5))  # a class does not press Enter in the same millisecond
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            n = 0
+            while time.perf_counter() < end:
+                text = texts[i * 50 + n % 50]
+                n += 1
+                body = {"text": text}
+                outcomes.send(client, "GET / (page)", "GET", "/?" + urlencode(body))
+                outcomes.send(client, "POST /api/figures/pipeline", "POST", "/api/figures/pipeline",
+                              body)
+                for page in ("tokens", "attention", "embeddings"):
+                    outcomes.send(client, "POST /api/figures/<page>", "POST", f"/api/figures/{page}",
+                                  body)
+                for step in range(rng.randint(1, 3)):
+                    outcomes.send(client, "POST /api/figures/decode", "POST", "/api/figures/decode",
+                                  {**body, "strategy": "sample", "seed": step, "temperature": 0.8})
+                if rng.random() < 0.3:
+                    outcomes.send(client, "GET /api/kv-cache", "GET",
+                                  "/api/kv-cache?" + urlencode({**body, "steps": 32}))
+                if rng.random() < 0.2:
+                    outcomes.send(client, "POST /api/score", "POST", "/api/score",
+                                  {**body, "reference": "老师每天早上在厨房里看书。"})
+                time.sleep(rng.uniform(2, 6))
+
+    def heavy_bursts() -> None:
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            k = 0
+            while time.perf_counter() + 30 < end:
+                time.sleep(30)
+
+                def one(j: int, k=k) -> None:
+                    outcomes.send(client, "POST /api/trace (heavy burst)", "POST", "/api/trace",
+                                  {"text": heavy[(k * 8 + j) % len(heavy)], "strategy": "beam",
+                                   "beam_size": 8, "max_len": 128})
+
+                at_once(8, one)
+                k += 1
+
+    cpu_before = cpu_seconds(server)
+    with Probe(server) as probe:
+        burster = threading.Thread(target=heavy_bursts)
+        burster.start()
+        at_once(students, student)
+        burster.join()
+        cpu_total = cpu_seconds(server) - cpu_before
+        after = cpu_after(server, outcomes)
+    print(f"classroom: {students} students for {seconds:.0f} s")
+    print("\n".join(outcomes.lines()))
+    health = percentiles(probe.health_ms)
+    print(f"  /healthz p99 {health['p99']:.1f} ms · CPU {cpu_total:.1f} s during, {after:.2f} s in "
+          f"the 3 s after the last answer · peak RSS {probe.peak_rss_mb:.0f} MB")
+    return {"endpoints": outcomes.summary(), "healthz_p99_ms": round(health["p99"], 1),
+            "cpu_after_s": round(after, 2), "peak_rss_mb": round(probe.peak_rss_mb)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=500)
@@ -104,7 +366,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="an already running server; otherwise one is started")
     parser.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--scenario", choices=["trace", "burst", "classroom"], default="trace")
+    parser.add_argument("--burst", type=int, default=32, help="requests at once (burst)")
+    parser.add_argument("--students", type=int, default=60, help="students (classroom)")
+    parser.add_argument("--seconds", type=float, default=120, help="how long (classroom)")
     args = parser.parse_args(argv)
+    if args.scenario != "trace":
+        if args.url:
+            parser.error("--scenario burst/classroom start their own server (CPU and RSS are read "
+                         "from /proc)")
+        with LiveServer(args.checkpoint, workers=args.workers,
+                        env={"ITT_ACCESS_LOG": "false"}) as server:
+            if args.scenario == "burst":
+                report = burst_scenario(server, args.burst)
+            else:
+                report = classroom_scenario(server, args.students, args.seconds)
+        print(json.dumps({"scenario": args.scenario, **report}))
+        return 0
     requests = trace_requests(args.requests, args.words, args.repeat, offset=2000)
 
     def run(url: str) -> LoadResult:
