@@ -103,14 +103,19 @@ def attention_tokens(trace: Trace, kind: str) -> tuple[list[str], list[str]]:
     return getattr(trace, query), getattr(trace, key)
 
 
-def thumbnail() -> dict:
-    """How to redraw a heatmap small: trace overrides and a bare layout (the data is shared)."""
-    hidden = {"visible": False, "fixedrange": True}
+def thumbnail(labels: tuple[str, str] = ("query", "key")) -> dict:
+    """How to redraw a heatmap small: trace overrides and a bare layout (the data is shared).
+    The axes keep a line and a tiny title (rows: query ↓, columns: key →), no tick labels."""
+    axis = {"fixedrange": True, "showticklabels": False, "showline": True, "linecolor": "#999",
+            "ticks": "", "showgrid": False, "zeroline": False}
+    small = {"size": 9, "color": "#5a6270"}
     return {
         "trace": {"showscale": False, "xgap": 0, "ygap": 0, "hoverinfo": "skip"},
-        "layout": base_layout(height=THUMBNAIL_HEIGHT, margin={"l": 2, "r": 2, "t": 2, "b": 2},
-                              xaxis={**hidden, "type": "category"},
-                              yaxis={**hidden, "type": "category", "autorange": "reversed"}),
+        "layout": base_layout(height=THUMBNAIL_HEIGHT, margin={"l": 14, "r": 2, "t": 2, "b": 14},
+                              xaxis={**axis, "type": "category",
+                                     "title": {"text": f"{labels[1]} →", "font": small, "standoff": 2}},
+                              yaxis={**axis, "type": "category", "autorange": "reversed",
+                                     "title": {"text": f"{labels[0]} ↓", "font": small, "standoff": 2}}),
     }
 
 
@@ -122,7 +127,8 @@ def attention_overview(trace: Trace, kind: str, labels: tuple[str, str] = ("quer
     for layer in range(len(stack)):
         for head, weights in enumerate(attention_weights(trace, kind, layer)):
             figure = attention_heatmap(weights, query_tokens, key_tokens, labels=labels)
-            cells.append({"layer": layer, "head": head, "figure": figure, "thumbnail": thumbnail()})
+            cells.append({"layer": layer, "head": head, "figure": figure,
+                          "thumbnail": thumbnail(labels)})
     return cells
 
 
@@ -130,19 +136,32 @@ def score_bars(values: list[float | None], key_tokens: list[str], color: str = B
                fmt: str = ".3f") -> dict:
     """One query row at one stage (q·k, ÷√d_k, masked, softmax) as bars over the key tokens.
 
-    Masked-out keys (None, i.e. −∞ before softmax) are drawn as grey stubs labelled "−∞".
+    Masked-out keys (None, i.e. −∞ before softmax) get a grey column across the whole plot with
+    "−∞" written in it, since a bar cannot be drawn to minus infinity.
     """
+    labels = unique_labels(key_tokens)
     bar = {
         "type": "bar",
-        "x": unique_labels(key_tokens),
+        "x": labels,
         "y": [0 if v is None else v for v in values],
-        "text": ["−∞" if v is None else format(v, fmt) for v in values],
-        "textposition": "auto",
+        "text": ["" if v is None else format(v, fmt) for v in values],  # −∞ is written below
+        "customdata": ["−∞" if v is None else format(v, fmt) for v in values],
+        "textposition": "outside",
+        "cliponaxis": False,
+        "textfont": {"size": 10},
         "marker": {"color": [GREY if v is None else color for v in values]},
-        "hovertemplate": "%{x}: %{text}<extra></extra>",
+        "hovertemplate": "%{x}: %{customdata}<extra></extra>",
     }
-    return {"data": [bar], "layout": base_layout("", 240, xaxis=category_axis(tickangle=-45),
-                                                 yaxis={"zeroline": True})}
+    masked = [i for i, v in enumerate(values) if v is None]
+    shapes = [{"type": "rect", "xref": "x", "yref": "paper", "x0": i - 0.5, "x1": i + 0.5,
+               "y0": 0, "y1": 1, "fillcolor": "rgba(120,120,120,0.25)", "line": {"width": 0},
+               "layer": "below"} for i in masked]
+    annotations = [{"x": labels[i], "xref": "x", "y": 0.5, "yref": "paper", "text": "−∞",
+                    "showarrow": False, "font": {"size": 13, "color": "#333"}} for i in masked]
+    layout = base_layout("", 240, xaxis=category_axis(tickangle=-45),
+                         yaxis={"zeroline": True}, shapes=shapes, annotations=annotations)
+    layout["margin"] = {**layout["margin"], "t": 28}  # room for the labels above the tallest bar
+    return {"data": [bar], "layout": layout}
 
 
 def attention_stages(detail: dict, query: int) -> dict:

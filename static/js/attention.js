@@ -73,7 +73,7 @@
       query.set("layer", choice.layer);
       query.set("head", choice.head);
       query.delete("q");
-      ITT.setURL(query, false);
+      ITT.setURL(query, true); // a new history entry: Back returns to the previous head
     }
     const tokens = choice.kind === "encoder" ? data.source_tokens : data.decoder_input;
     const select = document.getElementById("query-select");
@@ -98,6 +98,10 @@
     for (const stage of ["raw", "scaled", "masked", "weights"]) {
       ITT.plot(document.getElementById(`stage-${stage}`), answer.figures[stage]);
     }
+    const hidden = detail.masked[query].filter((value) => value === null).length;
+    document.getElementById("mask-note").textContent = hidden
+      ? ITT.t("stage.mask_some", { n: hidden, total: detail.masked[query].length })
+      : ITT.t(`stage.mask_none_${selected.kind}`);
     drawWeightedSum(detail, query);
   }
 

@@ -75,6 +75,16 @@ def test_score_bars_mark_masked_keys(trace):
     stages = attention.attention_stages(detail, 0)
     masked = stages["masked"]["data"][0]
     assert masked["type"] == "bar"
-    assert masked["text"][1:] == ["−∞"] * (len(detail["key_tokens"]) - 1)
+    assert masked["customdata"][1:] == ["−∞"] * (len(detail["key_tokens"]) - 1)
     assert masked["marker"]["color"][1] == GREY
     assert stages["weights"]["data"][0]["y"] == detail["weights"][0]
+
+
+def test_masked_keys_get_a_minus_infinity_column(trace):
+    detail = trace.attention_detail("decoder_self", 0, 0)
+    figure = attention.attention_stages(detail, 0)["masked"]
+    hidden = len(detail["key_tokens"]) - 1  # the first query sees only itself
+    assert len(figure["layout"]["shapes"]) == hidden
+    assert [a["text"] for a in figure["layout"]["annotations"]] == ["−∞"] * hidden
+    encoder = attention.attention_stages(trace.attention_detail("encoder", 0, 0), 0)["masked"]
+    assert encoder["layout"]["shapes"] == []  # nothing hidden: the page says this equals stage ②

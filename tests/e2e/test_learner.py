@@ -137,3 +137,31 @@ def test_training_table_aligns_and_teacher_forcing_parts_from_free_running(page,
     assert page.locator("#teacher-title ~ h3").first.text_content() == (
         "Exposure bias" if lang == "en" else "暴露偏差")
     shot(page, f"learner-training-{lang}")
+
+
+def test_masked_cells_are_drawn_and_a_head_is_a_history_entry(page, server):
+    page.goto(f"{server}/attention?max_len=6&kind=decoder_self&layer=0&head=0")
+    wait_idle(page)
+    page.select_option("#query-select", "0")  # <bos> sees only itself: every other key is −∞
+    wait_idle(page)
+    page.locator("#stage-masked .annotation").first.wait_for()
+    keys = page.locator("#query-select option").count()
+    assert page.locator("#stage-masked .annotation-text").all_text_contents() == ["−∞"] * (keys - 1)
+    assert "hidden" in page.locator("#mask-note").text_content()
+    # encoder heads hide nothing: the page says why stage ③ equals stage ②
+    page.locator('.head-cell[data-kind="encoder"][data-layer="0"][data-head="1"]').click()
+    wait_idle(page)
+    assert "equals ②" in page.locator("#mask-note").text_content()
+    assert page.locator("#stage-masked .annotation").count() == 0
+    # thumbnails have axes: a titled line for queries and keys
+    assert page.locator(".head-cell .thumb .xtitle").first.text_content() == "key →"
+    # choosing a head is a history entry: Back returns to the previous head, still on the page
+    page.locator('.head-cell[data-kind="cross"][data-layer="1"][data-head="2"]').click()
+    wait_idle(page)
+    assert "kind=cross" in page.url
+    page.go_back()
+    wait_idle(page)
+    assert "/attention" in page.url and "kind=encoder" in page.url and "head=1" in page.url
+    assert page.locator('.head-cell[data-kind="encoder"][data-layer="0"][data-head="1"]') \
+        .get_attribute("aria-pressed") == "true"
+    shot(page, "learner-attention")
