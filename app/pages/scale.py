@@ -47,6 +47,7 @@ IMPROVEMENTS = {
     "architecture": ["prenorm", "swiglu", "moe", "decoder_only"],
     "long_context": ["interpolation", "sliding", "ring", "memory"],
     "multimodal": ["vit", "clip", "whisper", "video"],
+    "training": ["mixed_precision", "checkpointing", "deepnorm", "mup"],
 }
 TIMELINE = ["2017", "2018", "2020", "2022", "2024"]
 CHATGPT_STAGES = ["pretrain", "sft", "rm", "ppo"]

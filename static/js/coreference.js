@@ -25,6 +25,14 @@
       return row;
     });
     ITT.table(document.getElementById("coref-ranking"), head, rows, false);
+    // what the measurement shows: the best head against the even spread, in three cases
+    const best = data.ranking[0];
+    const ratio = data.uniform > 0 ? best.weight / data.uniform : 0;
+    const verdict = ratio >= 1.5 ? "clear" : ratio > 1 ? "slight" : "none";
+    document.getElementById("coref-verdict").textContent = ITT.t(`coref.verdict_${verdict}`, {
+      layer: best.layer + 1, head: best.head + 1, w: best.weight.toFixed(3),
+      u: data.uniform.toFixed(3), x: ratio.toFixed(2),
+    });
   }
   ITT.syncLinks();
   load().catch((error) => ITT.showError(error.message));

@@ -165,3 +165,28 @@ def test_masked_cells_are_drawn_and_a_head_is_a_history_entry(page, server):
     assert page.locator('.head-cell[data-kind="encoder"][data-layer="0"][data-head="1"]') \
         .get_attribute("aria-pressed") == "true"
     shot(page, "learner-attention")
+
+
+def test_tour_numbering_coreference_verdict_and_scale_headings(page, server):
+    for stop in range(9):
+        page.goto(f"{server}/tour?step={stop}")
+        title = page.locator("#tour-step-title").text_content()
+        assert not title[:1].isdigit(), title  # "Stop n of 9" is the only number
+        assert page.locator("#tour-card .muted").first.text_content() == f"Stop {stop + 1} of 9"
+    for stop in (4, 8):  # coreference and scale have live figures too
+        page.goto(f"{server}/tour?step={stop}")
+        wait_idle(page)
+        assert page.locator("#tour-preview .main-svg").count() > 0, stop
+    page.goto(f"{server}/coreference")
+    wait_idle(page)
+    verdict = page.locator("#coref-verdict").text_content()
+    best = float(page.locator("#coref-ranking tbody tr").first.locator("td").nth(3).text_content())
+    even = float(page.locator("#uniform").text_content().rstrip(".").split()[-1])
+    assert ("no more than" in verdict) == (best <= even)
+    assert ("a little above" in verdict) == (even < best < 1.5 * even)
+    page.goto(f"{server}/scale")
+    assert page.locator("#chatgpt article").count() == 4 and "three" in \
+        page.locator("#chatgpt-title").text_content()
+    for item in ("mixed_precision", "checkpointing", "deepnorm", "mup"):
+        assert page.locator(f"#imp-training-{item}").count() == 1
+    assert "0.39" in page.locator("main").text_content()
