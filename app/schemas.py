@@ -21,6 +21,9 @@ MAX_SEED = 2**31 - 1
 # the pages' sliders start here too.
 MIN_TEMPERATURE = 0.05
 LATIN_LETTER = re.compile(r"[A-Za-z]")
+# The rule in the schema (a JSON-schema pattern matches anywhere in the string); the validator
+# below enforces it with a message that says English is expected.
+ENGLISH = {"pattern": LATIN_LETTER.pattern}
 
 Strategy = Literal["greedy", "sample", "beam"]
 TargetToken = Annotated[str, Field(min_length=1, max_length=8)]
@@ -34,8 +37,10 @@ class TranslateRequest(Strict):
     """One sentence and how to decode it."""
 
     text: str = Field(
-        min_length=1, max_length=MAX_TEXT_CHARS, examples=["The cat sits on the mat."],
-        description=f"English text, 1–{MAX_TEXT_CHARS} characters and at most 64 tokens",
+        min_length=1, max_length=MAX_TEXT_CHARS, json_schema_extra=ENGLISH,
+        examples=["The cat sits on the mat."],
+        description=f"English text, 1–{MAX_TEXT_CHARS} characters with at least one Latin letter, "
+                    "and at most 64 tokens",
     )
     strategy: Strategy = "greedy"
     temperature: float = Field(1.0, ge=MIN_TEMPERATURE, le=5,
@@ -82,8 +87,9 @@ class QueryModel(BaseModel):
 class TextQuery(QueryModel):
     """An English sentence in the query string (the same rule as the translate endpoints)."""
 
-    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS,
-                      description=f"English source, 1–{MAX_TEXT_CHARS} characters")
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, json_schema_extra=ENGLISH,
+                      description=f"English source, 1–{MAX_TEXT_CHARS} characters with at least "
+                                  "one Latin letter")
 
     @field_validator("text")
     @classmethod
@@ -146,4 +152,15 @@ class ErrorResponse(BaseModel):
     errors: list[ErrorItem] = []
 
 
-ERRORS = {422: {"model": ErrorResponse, "description": "a field is out of its limits"}}
+# Every answer a model route can give besides 200, so a client generated from /openapi.json
+# knows them. The 422 also covers rules a JSON schema cannot state.
+ERRORS = {
+    422: {"model": ErrorResponse, "description": (
+        "a field is out of its limits; the message names the field and the fix. Besides the "
+        "limits in the schema: the text must be at most 64 tokens, forced_prefix tokens must be "
+        "in the model's Chinese vocabulary and no longer than max_len, and layer / head / query "
+        "must be within the loaded model's sizes (GET /api/model)")},
+    503: {"model": ErrorResponse, "description": (
+        "the model is busy with other requests (Retry-After: seconds until there should be room) "
+        "or could not answer within the time limit")},
+}
