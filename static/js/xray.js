@@ -54,11 +54,14 @@
 
   /** The value below which 98% of |v| fall: a colour scale that one outlier cannot wash out. */
   function scaleOf(rows) {
-    const all = [];
-    for (const row of rows) for (const v of row) all.push(Math.abs(v));
-    if (!all.length) return 1;
-    all.sort((a, b) => a - b);
-    return all[Math.min(all.length - 1, Math.floor(all.length * 0.98))] || 1;
+    let n = 0;
+    for (const row of rows) n += row.length;
+    if (!n) return 1;
+    const all = new Float32Array(n);
+    let i = 0;
+    for (const row of rows) for (const v of row) all[i++] = Math.abs(v);
+    all.sort(); // typed arrays sort numerically, without a comparator call per pair
+    return all[Math.min(n - 1, Math.floor(n * 0.98))] || 1;
   }
 
   function headWeights(matrix) {
@@ -279,9 +282,9 @@
     }
   }
 
-  function layoutRow(row) {
+  function layoutRow(row, measured) {
     if (!row.fig) return;
-    const width = Math.max(row.fig.clientWidth, 40);
+    const width = Math.max(measured, 40);
     const height = figHeight(row);
     row.width = width;
     row.fig.style.height = `${height}px`;
@@ -337,7 +340,9 @@
   }
 
   function layoutAll() {
-    for (const row of S.rows) layoutRow(row);
+    // read every width first, then draw: interleaving would force a layout per row
+    const widths = S.rows.map((row) => (row.fig ? row.fig.clientWidth : 0));
+    S.rows.forEach((row, i) => layoutRow(row, widths[i]));
     S.drawn = null;
     render();
   }
@@ -790,10 +795,10 @@
     const n = logits.length;
     const probs = new Float64Array(n);
     let max = -Infinity;
-    for (let i = 0; i < n; i++) if (logits[i] !== null) max = Math.max(max, logits[i] / temperature);
+    for (let i = 0; i < n; i++) if (Number.isFinite(logits[i])) max = Math.max(max, logits[i] / temperature);
     let sum = 0;
     for (let i = 0; i < n; i++) {
-      probs[i] = logits[i] === null ? 0 : Math.exp(logits[i] / temperature - max);
+      probs[i] = Number.isFinite(logits[i]) ? Math.exp(logits[i] / temperature - max) : 0;
       sum += probs[i];
     }
     for (let i = 0; i < n; i++) probs[i] /= sum;
@@ -1427,21 +1432,19 @@
     requestAnimationFrame(() => { document.body.dataset.xrayDrawnMs = String(Math.round(performance.now())); });
   }
 
-  /** steps × vocabulary float32 (little-endian, base64) → one row per step; −∞ becomes null. */
+  /** steps × vocabulary float32 (little-endian, base64) → one Float32Array per step (−∞ where
+      the model may never produce the token). */
   function decodeLogits(block) {
     const bytes = Uint8Array.from(atob(block.float32), (c) => c.charCodeAt(0));
-    const view = new DataView(bytes.buffer);
     const [steps, vocab] = block.shape;
-    const rows = [];
-    for (let i = 0; i < steps; i++) {
-      const row = new Array(vocab);
-      for (let j = 0; j < vocab; j++) {
-        const x = view.getFloat32((i * vocab + j) * 4, true);
-        row[j] = Number.isFinite(x) ? x : null;
-      }
-      rows.push(row);
+    let all;
+    if (new Uint8Array(new Uint16Array([1]).buffer)[0] === 1) {
+      all = new Float32Array(bytes.buffer); // this machine is little-endian too: no copy
+    } else {
+      const view = new DataView(bytes.buffer);
+      all = Float32Array.from({ length: steps * vocab }, (_, i) => view.getFloat32(i * 4, true));
     }
-    return rows;
+    return Array.from({ length: steps }, (_, i) => all.subarray(i * vocab, (i + 1) * vocab));
   }
 
   /** int8 codes (base64) and a scale → one Float32Array per position: code / 127 × scale. */
