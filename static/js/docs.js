@@ -27,7 +27,7 @@
 
   /** One table of fields: name (* = required), type and limits, description. */
   function fieldTable(spec, fields) {
-    const table = ITT.element("table", null, "numbers");
+    const table = ITT.element("table", null, "numbers fields");
     const head = document.createElement("tr");
     for (const key of ["docs.field", "docs.type", "docs.description"]) head.appendChild(ITT.element("th", ITT.t(key)));
     table.appendChild(head);
