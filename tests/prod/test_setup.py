@@ -32,7 +32,7 @@ def test_readme_has_the_two_commands():
 def test_ci_runs_the_readme_test_command_in_a_new_virtual_environment():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "-m venv" in ci and "activate" in ci
-    assert ci.index("-m venv") < ci.index("bash scripts/test.sh")
+    assert ci.index("-m venv") < ci.rindex("bash scripts/test.sh")
     script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
     assert "--require-hashes -r requirements-dev.lock" in script
     assert "--no-deps" in script and "pytest" in script and "ruff check" in script
