@@ -446,7 +446,7 @@
             d: `M${kx.toFixed(1)},${top} C${kx.toFixed(1)},${mid} ${qx.toFixed(1)},${mid} ${qx.toFixed(1)},${bottom}`,
             fill: "none", stroke: colour, "stroke-width": (0.6 + 3.6 * wgt * scale).toFixed(2),
             "stroke-opacity": (strength * scale * (0.15 + 0.85 * wgt)).toFixed(3), "data-q": i, "data-k": j,
-            "data-w": wgt.toFixed(4), "data-h": h,
+            "data-w": wgt.toFixed(4), "data-h": h, class: strength === 1 || (frame.t === 0 && wgt >= 0.2) ? "xr-now" : "",
           }));
         }
       }
