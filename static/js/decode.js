@@ -149,6 +149,35 @@
     list.replaceChildren(...items);
   }
 
+  /** The lineage tree, why the search stopped where it did, and the ended hypotheses ranked. */
+  function drawBeam(beam) {
+    const lineage = beam.lineage;
+    // room for each step's "character score" labels; a phone scrolls the tree, not the page
+    document.getElementById("beam-tree").style.minWidth = `${Math.max(320, 72 * (lineage.last_step + 1))}px`;
+    ITT.plot(document.getElementById("beam-tree"), beam);
+    const k = lineage.beam_size;
+    const open = lineage.status.filter((s) => s === "open").length;
+    const last = lineage.last_step;
+    let stop = lineage.winner_step < last
+      ? ITT.t("beam.stop_later", { k, w: lineage.winner_step, last })
+      : ITT.t("beam.stop_here", { k, last });
+    if (open) stop += ` ${ITT.t("beam.open_note", { n: open, last })}`;
+    if (!data.finished) stop += ` ${ITT.t("beam.no_end")}`;
+    document.getElementById("beam-stop").textContent = stop;
+    document.getElementById("beam-ended-help").textContent = ITT.t("beam.ended_help", { alpha: lineage.alpha });
+    const head = ["rank", "tokens", "length", "log_p", "penalty", "score"].map((c) => ITT.t(`beam.col.${c}`));
+    head.push("");
+    const rows = lineage.hypotheses.map((h, index) => [
+      String(index + 1), h.tokens.join(""), String(h.length), fixed(h.log_prob, 4),
+      fixed(h.penalty, 4), fixed(h.score, 4), h.winner ? ITT.t("beam.chosen") : "",
+    ]);
+    const table = document.getElementById("beam-ended");
+    ITT.table(table, head, rows, true);
+    table.querySelectorAll("tbody tr").forEach((tr, index) => {
+      if (lineage.hypotheses[index].winner) tr.classList.add("winner");
+    });
+  }
+
   function goTo(next) {
     if (!data || !data.steps.length) return;
     step = Math.min(Math.max(next, 0), data.steps.length - 1);
@@ -197,7 +226,7 @@
     step = Number.parseInt(query.get("step") || "0", 10) || 0;
     const beam = document.getElementById("beam");
     beam.hidden = !data.beam;
-    if (data.beam) ITT.plot(document.getElementById("beam-tree"), data.beam);
+    if (data.beam) drawBeam(data.beam);
     drawStep();
   }
 

@@ -55,9 +55,80 @@ def test_decode_steps_have_the_seven_views(trace):
 def test_beam_tree(beam_trace, trace):
     assert decode.beam_tree(trace) is None  # greedy has no tree
     figure = decode.beam_tree(beam_trace)
-    points = figure["data"][-1]
-    assert points["type"] == "scatter"
-    assert len(points["x"]) == len(beam_trace.beam)
-    assert points["text"][0] == "<bos>"
+    points = [d for d in figure["data"] if "markers" in d["mode"]]
+    assert sum(len(d["x"]) for d in points) == len(beam_trace.beam)
+    assert points[0]["text"][0].startswith("<bos>")
     selected = [n for n in beam_trace.beam if n.selected]
-    assert points["marker"]["color"].count(ORANGE) == len(selected)
+    assert sum(d["marker"]["color"].count(ORANGE) for d in points) == len(selected)
+
+
+# -- the beam tree as a lineage tree (issue 11, item 7) -------------------------------------------
+
+def _beam(*rows):
+    """(step, token, parent, score, finished, selected) per node → a trace-like object."""
+    from types import SimpleNamespace
+
+    from model.trace import BeamNodeInfo
+    nodes = [BeamNodeInfo(i, *row) for i, row in enumerate(rows)]
+    return SimpleNamespace(beam=nodes, options={"beam_size": 2, "length_penalty": 0.6})
+
+
+# beam 2: 猫 keeps going and ends at step 3; 狗 is dropped at step 2; a second hypothesis ends at
+# step 4, which stops the search while 。 (node 8) is still open
+SMALL_BEAM = _beam(
+    (0, "<bos>", -1, 0.0, False, True),
+    (1, "猫", 0, -0.1, False, True), (1, "狗", 0, -2.0, False, False),
+    (2, "坐", 1, -0.5, False, True), (2, "在", 1, -1.0, False, False),
+    (3, "<eos>", 3, -0.7, True, True), (3, "地", 4, -1.5, False, False),
+    (4, "<eos>", 6, -1.9, True, False), (4, "。", 6, -2.5, False, False),
+)
+
+
+def test_beam_lineage_explains_every_node():
+    lineage = decode.beam_lineage(SMALL_BEAM)
+    assert lineage["status"] == ["kept", "kept", "pruned", "kept", "kept", "winner", "kept",
+                                 "finished", "open"]
+    # nothing at the last step goes unexplained: it ended, or it was open when the search stopped
+    last = [s for n, s in zip(SMALL_BEAM.beam, lineage["status"], strict=True) if n.step == 4]
+    assert set(last) <= {"finished", "winner", "open"}
+    assert lineage["winner_step"] == 3 and lineage["last_step"] == 4
+
+
+def test_beam_lineage_rows_never_cross_and_the_chosen_path_is_one_row():
+    lineage = decode.beam_lineage(SMALL_BEAM)
+    row, nodes = lineage["row"], SMALL_BEAM.beam
+    assert {row[n.id] for n in nodes if n.selected} == {0}
+    edges = [(row[n.parent], row[n.id], n.step) for n in nodes if n.parent >= 0]
+    for a in edges:
+        for b in edges:
+            if a[2] == b[2] and a[0] < b[0]:
+                assert a[1] <= b[1], (a, b)  # a parent higher up never has a child lower down
+    assert len(set(row[n.id] for n in nodes if n.step == 4)) == 2  # leaves get rows of their own
+
+
+def test_beam_lineage_ranks_ended_hypotheses_by_length_penalised_score():
+    from model.decoding import _length_penalty
+
+    lineage = decode.beam_lineage(SMALL_BEAM)
+    first, second = lineage["hypotheses"]
+    assert first["tokens"] == ["猫", "坐"] and first["winner"] and first["length"] == 2
+    assert second["tokens"] == ["猫", "在", "地"] and second["length"] == 3
+    for h in lineage["hypotheses"]:
+        assert h["score"] == pytest.approx(h["log_prob"] / _length_penalty(h["length"], 0.6), abs=1e-4)
+
+
+def test_beam_tree_shows_the_score_on_every_node_and_a_legend_for_every_kind():
+    figure = decode.beam_tree(SMALL_BEAM)
+    points = [d for d in figure["data"] if "markers" in d["mode"]]
+    texts = [t for d in points for t in d["text"]]
+    assert len(texts) == len(SMALL_BEAM.beam)
+    assert "坐 -0.50" in texts and "<eos> -1.90" in texts
+    names = {d["name"] for d in points if d["showlegend"]}
+    assert names == {decode.BEAM_WORDS[k] for k in ("winner", "finished", "pruned", "open")}
+
+
+def test_beam_lineage_on_the_model(beam_trace):
+    lineage = decode.beam_lineage(beam_trace)
+    assert len(lineage["status"]) == len(beam_trace.beam)
+    best = lineage["hypotheses"][0]
+    assert best["winner"] and "".join(best["tokens"]) == beam_trace.translation
