@@ -1,5 +1,5 @@
-/* /training: teacher-forced loss and gradient of a sentence pair, the warmup schedule and the
-   model's real training curves. */
+/* /training: teacher-forced loss and gradient of a sentence pair, the warmup schedule, the
+   model's real training curves and its held-out evaluation (before/after when eval.json has it). */
 "use strict";
 
 (() => {
@@ -12,7 +12,146 @@
     ITT.plot(document.getElementById("schedule"), data.figures.schedule);
     ITT.plotOrNote("curves", data.figures.curves, ITT.t("training.no_history"));
     ITT.plotOrNote("epochs", data.figures.epochs, ITT.t("training.no_history"));
+    drawStory(data.story);
+    drawEvaluation(data.evaluation);
     historyDrawn = true;
+  }
+
+  function drawStory(story) {
+    const list = document.getElementById("story");
+    list.hidden = !story;
+    list.replaceChildren(...(story ? story.lines : []).map((line) => ITT.element("li", line)));
+  }
+
+  /** A score as the tables show it: two decimals, a sign on changes, "—" when missing. */
+  function score(value, signed) {
+    if (value === null || value === undefined) return "—";
+    const text = Math.abs(value).toFixed(2);
+    if (value < 0) return "−" + text;
+    return signed && value > 0 ? "+" + text : text;
+  }
+
+  /** A table of {head, rows}: the first cell of a row is its header; numbers get two decimals; a
+      cell {value, signed, before, better} also shows its earlier value and is coloured green
+      (better) or red (worse). */
+  function scoreTable(node, table, grouped) {
+    const thead = document.createElement("thead");
+    const top = document.createElement("tr");
+    table.head.forEach((cell) => top.appendChild(ITT.element("th", cell)));
+    thead.appendChild(top);
+    const tbody = document.createElement("tbody");
+    let group = null;
+    table.rows.forEach((row) => {
+      const tr = document.createElement("tr");
+      row.forEach((cell, index) => {
+        if (index === 0) {
+          // grouped: "BLEU · greedy", "BLEU · beam 4" become a "BLEU" row over "greedy", "beam 4"
+          const [metric, decoding] = grouped ? cell.split(" · ") : [cell];
+          if (decoding !== undefined && metric !== group) {
+            group = metric;
+            const heading = document.createElement("tr");
+            const th = ITT.element("th", null);
+            th.appendChild(ITT.element("strong", metric));
+            th.colSpan = row.length;
+            th.setAttribute("scope", "rowgroup");
+            heading.appendChild(th);
+            tbody.appendChild(heading);
+          }
+          const th = ITT.element("th", decoding === undefined ? cell : decoding);
+          th.setAttribute("scope", "row");
+          th.style.whiteSpace = "nowrap";
+          if (decoding !== undefined) th.style.paddingLeft = "1.2rem";
+          tr.appendChild(th);
+          return;
+        }
+        const td = document.createElement("td");
+        if (cell !== null && typeof cell === "object") {
+          td.textContent = score(cell.value, cell.signed);
+          if (cell.before !== undefined) {
+            td.append(" ", ITT.element("span", `(${score(cell.before)})`, "muted"));
+          }
+          if (cell.better === true) td.classList.add("match");
+          if (cell.better === false) td.classList.add("miss");
+        } else {
+          td.textContent = typeof cell === "number" || cell === null ? score(cell) : cell;
+        }
+        tr.appendChild(td);
+      });
+      tbody.appendChild(tr);
+    });
+    node.replaceChildren(thead, tbody);
+  }
+
+  /** Source, reference and outputs of a few sentences, folded away under a summary line. */
+  function examples(list) {
+    const details = ITT.element("details", null, "explain eval-examples");
+    details.appendChild(ITT.element("summary", `${ITT.t("training.eval.examples")} (${list.length})`));
+    const dl = ITT.element("dl", null, "design");
+    list.forEach((example) => {
+      const dt = ITT.element("dt", example.category
+        ? ITT.t("training.eval.label", { label: example.category }) : "");
+      dt.append(example.english);
+      dt.lang = "en";
+      const dd = document.createElement("dd");
+      dd.lang = "zh-CN";
+      const line = (label, text, className) => {
+        const div = ITT.element("div", null, className);
+        div.append(ITT.element("span", ITT.t("training.eval.label", { label }), "muted"), text);
+        dd.appendChild(div);
+      };
+      line(ITT.t("training.eval.reference"), example.reference);
+      example.outputs.forEach((output) => line(output.label, output.text, output.before ? "muted" : ""));
+      dl.append(dt, dd);
+    });
+    details.appendChild(dl);
+    return details;
+  }
+
+  function setCard(node, name, title, caption, table) {
+    const id = `eval-caption-${name}`;
+    const wrap = ITT.element("div", null, "table-scroll");
+    const tableNode = ITT.element("table", null, "numbers compact");
+    tableNode.setAttribute("aria-describedby", id);
+    scoreTable(tableNode, table, true);
+    wrap.appendChild(tableNode);
+    const nodes = [ITT.element("p", caption, "muted")];
+    nodes[0].id = id;
+    if (title) nodes.unshift(ITT.element("h3", title));
+    node.replaceChildren(...nodes, wrap);
+  }
+
+  function drawEvaluation(evaluation) {
+    const sets = document.getElementById("eval-sets");
+    const previous = document.getElementById("eval-previous");
+    const probe = document.getElementById("eval-probe");
+    if (!evaluation) {
+      sets.replaceChildren(ITT.element("p", ITT.t("training.eval.none"), "muted"));
+      previous.hidden = true;
+      probe.hidden = true;
+      return;
+    }
+    previous.hidden = !evaluation.previous;
+    if (evaluation.previous) {
+      previous.textContent = evaluation.previous.label
+        ? ITT.t("training.eval.previous", { label: evaluation.previous.label })
+        : ITT.t("training.eval.previous_unnamed");
+    }
+    sets.replaceChildren(...evaluation.sets.map((set) => {
+      const article = document.createElement("article");
+      article.dataset.set = set.name;
+      setCard(article, set.name, set.title, set.caption, set.table);
+      if (set.examples.length) article.appendChild(examples(set.examples));
+      return article;
+    }));
+    probe.hidden = !evaluation.probe;
+    if (evaluation.probe) {
+      setCard(document.getElementById("probe-overall"), "probe", "", evaluation.probe.caption,
+        evaluation.probe.table);
+      scoreTable(document.getElementById("probe-categories"), evaluation.probe.categories);
+      const shown = document.getElementById("probe-examples");
+      shown.replaceChildren(...(evaluation.probe.examples.length
+        ? [examples(evaluation.probe.examples)] : []));
+    }
   }
 
   function drawScore(data) {

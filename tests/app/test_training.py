@@ -151,3 +151,181 @@ def test_default_reference_is_a_human_translation_when_there_is_one(app_client):
     assert 'data-human="猫坐在垫子上。"' in html
     assert 'data-human=""' in app_client.get("/training", params={"text": "I like green tea."}).text
     assert "β₁ = 0.9" in html and "β₂ = 0.98" in html
+
+
+# -- the held-out evaluation and the training story (eval.json, history.json) ---------------------
+
+SPLITS = ("tatoeba_test", "hsk_test", "captions_test", "tico_test", "ntrex_test")
+DECODINGS = ("greedy", "beam4")
+METRIC_KEYS = ("bleu", "chrf", "repetition_pct")
+
+
+def made_up_figures(seed: float) -> dict:
+    return {d: {"bleu": round(seed + i, 2), "chrf": round(seed / 2 + i, 2),
+                "repetition_pct": round(seed / 10 + i, 2), "seconds": 1.0}
+            for i, d in enumerate(DECODINGS)}
+
+
+def made_up_evaluation(previous: bool) -> dict:
+    """An eval.json in model/evaluate.py's format with figures no real model produced."""
+    evaluation: dict = {
+        "tokenize": "zh",
+        "decodings": {"greedy": {}, "beam4": {"beam_size": 4, "length_penalty": 0.6}},
+        "sets": {name: {"pairs": 100 + n, "sentences": 100 + n, "seen_in_training": 0,
+                        **made_up_figures(11.11 * (n + 1)),
+                        "examples": [{"english": f"Sentence {n}.", "reference": f"句子{n}。",
+                                      "greedy": f"句{n}。", "beam4": f"句子{n}。"}]}
+                 for n, name in enumerate(SPLITS)},
+        "probe": {"pairs": 3, **made_up_figures(33.3),
+                  "categories": {"numbers": {"pairs": 2, **made_up_figures(21.5)},
+                                 "idioms": {"pairs": 1, **made_up_figures(7.25)}},
+                  "outputs": [{"category": "numbers", "english": "I have 3 cats.",
+                               "reference": "我有3只猫。", "greedy": "我有三猫。",
+                               "beam4": "我有3只猫。"}]},
+        "test": {"bleu": 12.11, "chrf": 6.56, "decoding": "beam 4"},
+    }
+    if previous:
+        evaluation["previous"] = {
+            "label": "made-up earlier checkpoint",
+            "sets": {name: made_up_figures(5.5 * (n + 1)) for n, name in enumerate(SPLITS)},
+            "probe": {**made_up_figures(30.0),
+                      "categories": {"numbers": made_up_figures(25.0),
+                                     "idioms": made_up_figures(7.25)}},
+        }
+    return evaluation
+
+
+@pytest.fixture()
+def evaluated_checkpoint(tmp_path, tiny_checkpoint):
+    """The tiny checkpoint copied to a fresh folder, with a made-up eval.json and a history.json
+    that says it was warm-started; returns a function that writes eval.json and opens an app."""
+    import json
+    import shutil
+    from contextlib import contextmanager
+
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+    from model.translator import Translator
+
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(tiny_checkpoint, folder)
+    history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
+    history["train_pairs"] = 12345
+    history["epochs"][-1]["minutes"] = 20.25
+    history["init"] = {"from": "somewhere", "epochs": 24, "total_minutes": 72.5,
+                       "train_pairs": 31508}
+    (folder / "history.json").write_text(json.dumps(history), encoding="utf-8")
+
+    @contextmanager
+    def open_app(evaluation: dict):
+        (folder / "eval.json").write_text(json.dumps(evaluation, ensure_ascii=False),
+                                          encoding="utf-8")
+        translator = Translator.load(folder)
+        with TestClient(create_app(Settings(checkpoint=folder), translator)) as client:
+            yield client
+
+    return open_app
+
+
+@pytest.mark.parametrize("previous", [False, True])
+def test_evaluation_shows_eval_json_figures(evaluated_checkpoint, previous):
+    evaluation = made_up_evaluation(previous)
+    with evaluated_checkpoint(evaluation) as client:
+        view = client.get("/api/training").json()["evaluation"]
+    assert [s["name"] for s in view["sets"]] == list(SPLITS)
+    assert (view["previous"] is not None) is previous
+    for shown in view["sets"]:
+        figures = evaluation["sets"][shown["name"]]
+        assert shown["pairs"] == figures["pairs"]
+        assert f"{figures['pairs']:,}" in shown["caption"]
+        rows = shown["table"]["rows"]
+        expected = [figures[d][m] for m in METRIC_KEYS for d in DECODINGS]
+        if previous:
+            assert len(shown["table"]["head"]) == 4  # metric | before | now | change
+            before = [evaluation["previous"]["sets"][shown["name"]][d][m]
+                      for m in METRIC_KEYS for d in DECODINGS]
+            assert [r[1] for r in rows] == before
+            assert [r[2] for r in rows] == expected
+            assert [r[3]["value"] for r in rows] == [round(a - b, 2)
+                                                      for a, b in zip(expected, before, strict=True)]
+            # BLEU and chrF went up: better; the repetition rate went up too: worse
+            assert [r[3]["better"] for r in rows] == [True] * 4 + [False] * 2
+        else:
+            assert len(shown["table"]["head"]) == 2  # metric | score
+            assert [r[1] for r in rows] == expected
+        example = figures["examples"][0]
+        assert shown["examples"][0]["english"] == example["english"]
+        assert shown["examples"][0]["reference"] == example["reference"]
+        assert [o["text"] for o in shown["examples"][0]["outputs"]] == [example[d] for d in DECODINGS]
+    probe = evaluation["probe"]
+    rows = view["probe"]["table"]["rows"]
+    assert [r[2 if previous else 1] for r in rows] == [probe[d][m] for m in METRIC_KEYS
+                                                        for d in DECODINGS]
+    categories = view["probe"]["categories"]
+    assert [r[1] for r in categories["rows"]] == ["2", "1"]
+    numbers = categories["rows"][0][2:]
+    expected = [probe["categories"]["numbers"][d][m] for m in METRIC_KEYS for d in DECODINGS]
+    if previous:
+        assert [c["value"] for c in numbers] == expected
+        earlier = evaluation["previous"]["probe"]["categories"]["numbers"]
+        assert [c["before"] for c in numbers] == [earlier[d][m] for m in METRIC_KEYS
+                                                 for d in DECODINGS]
+        idioms = categories["rows"][1][2:]
+        assert {c["better"] for c in idioms} == {None}  # the same figures: no change
+    else:
+        assert numbers == expected
+    assert view["probe"]["examples"][0]["english"] == "I have 3 cats."
+
+
+def test_evaluation_absent_without_test_sets(app_client):
+    """The tiny checkpoint's eval.json has no test sets: no evaluation (the page says so)."""
+    assert app_client.get("/api/training").json()["evaluation"] is None
+
+
+def test_training_story_from_history(evaluated_checkpoint):
+    with evaluated_checkpoint(made_up_evaluation(False)) as client:
+        en = client.get("/api/training").json()["story"]
+        client.cookies.set("lang", "zh")
+        zh = client.get("/api/training").json()["story"]
+    assert en["total_minutes"] == round(72.5 + 20.25, 1) and en["warm_started"] is True
+    assert (en["train_pairs"], en["run_minutes"], en["earlier_minutes"]) == (12345, 20.2, 72.5)
+    text = " ".join(en["lines"])
+    assert "92.8 CPU minutes" in text and "12,345" in text and "Warm-started" in text
+    assert "72.5" in text and "31,508" in text
+    assert "热启动" in " ".join(zh["lines"]) and "92.8" in " ".join(zh["lines"])
+
+
+def test_training_story_without_warm_start(app_client, tiny_translator):
+    story = app_client.get("/api/training").json()["story"]
+    minutes = tiny_translator.history["epochs"][-1]["minutes"]
+    assert story["warm_started"] is False and story["total_minutes"] == round(minutes, 1)
+    assert not any("Warm-started" in line for line in story["lines"])
+
+
+def test_the_shipped_eval_json_is_shown_as_it_is():
+    """The real eval.json (whatever its age) gives a table per split that it lists."""
+    import json
+
+    from app.i18n import Translate
+    from tests.conftest import SHIPPED_CHECKPOINT
+
+    evaluation = json.loads((SHIPPED_CHECKPOINT / "eval.json").read_text(encoding="utf-8"))
+    view = figs.evaluation_view(evaluation, Translate("en", "training"))
+    assert [s["name"] for s in view["sets"]] == list(evaluation["sets"])
+    tatoeba = evaluation["sets"]["tatoeba_test"]
+    rows = {r[0]: r[1] for r in view["sets"][0]["table"]["rows"]}
+    assert rows["BLEU · greedy"] == tatoeba["greedy"]["bleu"]
+    assert rows["BLEU · beam 4"] == tatoeba["beam4"]["bleu"]
+
+
+def test_previous_label_in_the_readers_language():
+    from app.i18n import Translate
+
+    evaluation = made_up_evaluation(True)
+    evaluation["previous"]["label"] = {"en": "the old model", "zh": "旧模型"}
+    assert figs.evaluation_view(evaluation, Translate("zh", "training"))["previous"] == {
+        "label": "旧模型"}
+    assert figs.evaluation_view(evaluation, Translate("en", "training"))["previous"] == {
+        "label": "the old model"}
