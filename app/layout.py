@@ -20,7 +20,8 @@ router = APIRouter(include_in_schema=False)
 
 # (path, i18n key) in the order a sentence travels through the model.
 NAV = [
-    ("/", "nav.pipeline"),
+    ("/", "nav.xray"),
+    ("/pipeline", "nav.pipeline"),
     ("/tokens", "nav.tokens"),
     ("/embeddings", "nav.embeddings"),
     ("/attention", "nav.attention"),

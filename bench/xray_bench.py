@@ -24,7 +24,7 @@ from bench.common import machine, percentiles, sentences
 from bench.server import LiveServer
 from model.translator import DEFAULT_CHECKPOINT
 
-XRAY = "/xray"  # where the page is served
+XRAY = "/"  # where the page is served
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
 # Count animation frames for ``ms`` milliseconds; resolves to the number and the longest gap.

@@ -17,7 +17,7 @@ router = APIRouter()
 PageText = page_text("pipeline")
 
 
-@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+@router.get("/pipeline", response_class=HTMLResponse, include_in_schema=False)
 def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTMLResponse:
     return render_page(request, "pipeline", lang, parameters=translator.parameter_counts())
 

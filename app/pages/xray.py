@@ -23,7 +23,7 @@ from weakref import WeakKeyDictionary
 import orjson
 import torch
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import Field
 
 from app.deps import EngineDep, LanguageDep, TranslatorDep
@@ -49,11 +49,18 @@ Block = Literal["embedding", "self_attention", "add_norm1", "cross_attention", "
 DECODER_ONLY = {"cross_attention", "add_norm3", "output"}
 
 
-@router.get("/xray", response_class=HTMLResponse, include_in_schema=False)
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTMLResponse:
     """The page shell; static/js/xray.js reads the sentence and options from the URL."""
     return render_page(request, "xray", lang, sizes={
         "vocab_en": translator.english.vocab_size, "vocab_zh": translator.chinese.vocab_size})
+
+
+@router.get("/xray", include_in_schema=False)
+def old_address(request: Request) -> RedirectResponse:
+    """The x-ray was first served here; links keep working."""
+    query = request.url.query
+    return RedirectResponse("/" + (f"?{query}" if query else ""), status_code=308)
 
 
 # -- requests -----------------------------------------------------------------------------------

@@ -12,7 +12,7 @@
 
   /* Which live figure each stop shows: the page's API and how to pick one figure from it. */
   const PREVIEWS = {
-    "/": { post: "/api/figures/pipeline", pick: (d) => d.figures.probabilities },
+    "/pipeline": { post: "/api/figures/pipeline", pick: (d) => d.figures.probabilities },
     "/tokens": { post: "/api/figures/tokens", pick: (d) => d.figures.masks[0].causal },
     "/embeddings": { post: "/api/figures/embeddings", pick: (d) => d.figures.position },
     "/attention": {

@@ -12,7 +12,7 @@ from app import i18n
 from app.i18n import COMMON, LANGUAGES, choose_language, page_strings
 
 PAGES = i18n.pages()
-PATHS = {"pipeline": "/", "kv_cache": "/kv-cache"}
+PATHS = {"xray": "/", "kv_cache": "/kv-cache"}
 
 
 def test_every_page_has_the_same_keys_in_both_languages():
@@ -29,7 +29,7 @@ def test_a_key_lives_in_one_file():
     assert [key for key, n in counts.items() if n > 1] == []
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p != "xray"])
+@pytest.mark.parametrize("page", PAGES)
 def test_a_page_sends_only_common_and_its_own_strings(app_client, page):
     html = app_client.get(PATHS.get(page, f"/{page}")).text
     block = re.search(r'<script type="application/json" id="i18n">(.*?)</script>', html, re.S)
@@ -37,7 +37,7 @@ def test_a_page_sends_only_common_and_its_own_strings(app_client, page):
     assert set(sent) == set(page_strings("en", COMMON)) | set(page_strings("en", page))
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p != "xray"])
+@pytest.mark.parametrize("page", PAGES)
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_no_page_shows_a_bare_key(fresh_client, page, lang):
     """t() shows an unknown key as itself; no rendered page may contain one."""

@@ -10,7 +10,7 @@ import pytest
 
 from app.i18n import strings
 
-PAGES = ["/", "/tokens", "/embeddings", "/attention", "/coreference", "/decode", "/kv-cache",
+PAGES = ["/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/decode", "/kv-cache",
          "/training", "/scale", "/tour", "/docs"]
 
 
@@ -63,12 +63,17 @@ def test_user_text_is_escaped(app_client):
 
 
 def test_language_from_accept_language(app_client):
-    zh = app_client.get("/", headers={"accept-language": "zh-CN,zh;q=0.9,en;q=0.8"})
+    zh = app_client.get("/pipeline", headers={"accept-language": "zh-CN,zh;q=0.9,en;q=0.8"})
     assert '<html lang="zh-CN">' in zh.text and "一句话穿过 Transformer" in zh.text
-    en = app_client.get("/", headers={"accept-language": "en-GB,en;q=0.9"})
+    en = app_client.get("/pipeline", headers={"accept-language": "en-GB,en;q=0.9"})
     assert '<html lang="en">' in en.text and "One sentence through the Transformer" in en.text
-    fallback = app_client.get("/", headers={"accept-language": "fr-FR"})
+    fallback = app_client.get("/pipeline", headers={"accept-language": "fr-FR"})
     assert '<html lang="en">' in fallback.text
+
+
+def test_the_first_address_of_the_xray_leads_to_it(app_client):
+    response = app_client.get("/xray", params={"text": "Hi there."}, follow_redirects=False)
+    assert response.status_code == 308 and response.headers["location"] == "/?text=Hi+there."
 
 
 def test_language_toggle_sets_a_cookie(tiny_checkpoint, tiny_translator):
@@ -96,7 +101,8 @@ def test_language_toggle_is_not_an_open_redirect(app_client, target):
 
 # path → (page, the key of its <h1>)
 TITLES = {
-    "/": ("pipeline", "pipeline.title"),
+    "/": ("xray", "xray.title"),
+    "/pipeline": ("pipeline", "pipeline.title"),
     "/tokens": ("tokens", "tokens.title"),
     "/embeddings": ("embeddings", "emb.title"),
     "/attention": ("attention", "attention.title"),

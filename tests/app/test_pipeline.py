@@ -19,7 +19,7 @@ def test_step_probabilities(trace):
 
 
 def test_pipeline_shows_the_real_sizes(app_client):
-    html = app_client.get("/").text
+    html = app_client.get("/pipeline").text
     assert "Encoder × 2" in html and "Decoder × 2" in html
     assert "self-attention (4 heads)" in html and "FFN 64" in html
     assert "The cat sits on the mat." in html

@@ -163,7 +163,7 @@ def test_switch_language_is_remembered(page, server):
 
 
 def test_non_english_input_gets_a_clear_message(page, server):
-    page.goto(f"{server}/?text=猫坐在垫子上")
+    page.goto(f"{server}/pipeline?text=猫坐在垫子上")
     error = page.locator("#error")
     error.wait_for(state="visible")
     assert "English" in error.text_content()
@@ -173,7 +173,7 @@ def test_non_english_input_gets_a_clear_message(page, server):
 def test_narrow_window(browser, server):
     context = browser.new_context(viewport={"width": 390, "height": 800})
     page = context.new_page()
-    for path in ("/", "/decode?max_len=4", "/attention?max_len=4"):
+    for path in ("/pipeline", "/decode?max_len=4", "/attention?max_len=4"):
         page.goto(server + path)
         wait_idle(page)
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")

@@ -13,7 +13,7 @@ from tests.e2e.conftest import ARTIFACTS, shot
 pytestmark = pytest.mark.e2e
 # long for a phone, yet within the tiny test model's 64-token limit
 LONG = "The weather is nice today, so he gave her a flower because she was sad and tired."
-PAGES = ["/", "/tokens", "/embeddings", "/attention", "/coreference", "/decode", "/kv-cache",
+PAGES = ["/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/decode", "/kv-cache",
          "/training", "/scale", "/tour", "/tour?step=4", "/tour?step=8", "/docs"]
 FORCED = "&".join(["forced=" + quote("。")] * 40)  # a long run with no line-break opportunity
 
@@ -57,11 +57,11 @@ def test_no_page_scrolls_sideways_on_a_phone(phone, server, lang):
 
 
 def test_a_long_unbreakable_output_stays_inside_a_phone(phone, server):
-    for path in ("/", "/decode", "/tokens", "/embeddings", "/attention"):
+    for path in ("/pipeline", "/decode", "/tokens", "/embeddings", "/attention"):
         phone.goto(f"{server}{path}?text={quote(LONG)}&max_len=48&{FORCED}")
         wait_idle(phone)
         assert phone.locator("#error").is_hidden(), (path, phone.locator("#error").text_content())
-        if path in ("/", "/decode", "/tokens"):  # the pages that print the translation
+        if path in ("/pipeline", "/decode", "/tokens"):  # the pages that print the translation
             assert "。。。。。。。。。。" in phone.locator("main").text_content(), path
         assert overflow(phone) <= 0, (path, overflow(phone))
     # the KV-cache page prints the model's own output; give it the worst case there too

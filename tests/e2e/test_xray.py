@@ -22,7 +22,7 @@ from tests.e2e.conftest import ARTIFACTS, ROOT, free_port, shot
 
 pytestmark = pytest.mark.e2e
 SEED = "The cat sits on the mat."
-XRAY = "/xray"  # where the page is served
+XRAY = "/"  # where the page is served
 ENC_SUBS = 6
 DEC_SUBS = 7
 DEC_BLOCKS = ["self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "add_norm3"]
