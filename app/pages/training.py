@@ -256,12 +256,14 @@ def metrics_table(figures: dict, previous: dict | None, decodings: list[str], t)
     for metric, name, higher in METRICS:
         for decoding in decodings:
             now = _number((figures.get(decoding) or {}).get(metric))
+            before = _number(((previous or {}).get(decoding) or {}).get(metric))
+            if now is None and before is None:  # e.g. an eval.json older than the measure
+                continue
             label = f"{name or t('training.eval.repetition')} · {decoding_label(decoding, t)}"
             if previous is None:
                 rows.append([label, now])
-                continue
-            before = _number((previous.get(decoding) or {}).get(metric))
-            rows.append([label, before, now, _change(now, before, higher)])
+            else:
+                rows.append([label, before, now, _change(now, before, higher)])
     head = ([""] + ([t("training.eval.before"), t("training.eval.now"), t("training.eval.change")]
                     if previous is not None else [t("training.eval.score")]))
     return {"head": head, "rows": rows}
