@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import asdict
 from weakref import WeakKeyDictionary
 
+import numpy as np
+import torch
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 from pydantic import Field
@@ -31,8 +33,9 @@ from app.plots import (
 )
 from app.schemas import ERRORS, MAX_FORCED, TraceRequest
 from model import interpret
-from model.trace import Trace
-from model.translator import InputError
+from model.trace import SAMPLE_DIMS, Trace
+from model.transformer import BOS_ID
+from model.translator import InputError, Translator
 
 router = APIRouter()
 PageText = page_text("decode")
@@ -40,7 +43,9 @@ PageText = page_text("decode")
 # Words the figures need, with the English defaults a direct caller (a test, a notebook) gets.
 WORDS = {"head": "head", "before_norm": "x + sublayer(x)", "after_norm": "after LayerNorm",
          "dimension": "dimension", "step": "step", "sampled_from": "sampled from",
-         "p_model": "model (temperature 1)"}
+         "p_model": "model (temperature 1)", "unit": "hidden unit", "activation": "ReLU output",
+         "ffn_input": "x (into the FFN)", "ffn_output": "FFN(x)"}
+TOP_UNITS = 12  # the most active hidden units the FFN box names
 
 
 class FigureRequest(TraceRequest):
@@ -69,7 +74,9 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
     trace, model_ms = engine.trace(request)
     if request.layer >= len(trace.decoder):
         raise InputError("layer", f"layer must be between 0 and {len(trace.decoder) - 1}")
-    timed(response, model_ms)
+    ffn, ffn_ms = INTERPRETATIONS.get(engine, ("ffn", request.cache_key()), ffn_details,
+                                      engine.translator, trace)
+    timed(response, model_ms + ffn_ms)
     words = {
         "head": t("word.head", n="").strip(),
         "before_norm": t("legend.before_norm"),
@@ -78,12 +85,18 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
         "step": t("common.step"),
         "sampled_from": t("decode.sampled_from"),
         "p_model": t("decode.p_model"),
+        **{name: t(f"ffn.{name}") for name in ("unit", "activation", "ffn_input", "ffn_output")},
     }
     return {
         **summary(trace),
         "layer": request.layer,
         "layers": len(trace.decoder),
-        "steps": decode_steps(trace, request.layer, words),
+        "steps": decode_steps(trace, request.layer, words, ffn["decoder"][request.layer]),
+        "residual": residual_rows(trace),
+        "figures": {
+            "residual": residual_figure(trace, {name: t(f"res.{name}") for name in RES_WORDS}),
+            "encoder_ffn": encoder_ffn_figure(trace, {name: t(f"res.{name}") for name in RES_WORDS}),
+        },
         "beam": beam_tree(trace, words["step"],
                           {name: t(f"beam.legend.{name}") for name in
                            ("winner", "finished", "pruned", "open", "log_p")}),
@@ -159,6 +172,41 @@ class _Interpretations:
 INTERPRETATIONS = _Interpretations()
 
 
+# -- what the trace does not keep: the FFN's most active units and its output vector ------------
+
+
+def _rounded(values: torch.Tensor, digits: int = 4) -> list:
+    return np.round(values.detach().double().numpy(), digits).tolist()
+
+
+@torch.inference_mode()
+def ffn_details(translator: Translator, trace: Trace, top: int = TOP_UNITS) -> dict:
+    """One encoder + decoder pass over the trace's tokens, recording every FFN: per layer and
+    position, the ``top`` most active hidden units (index, ReLU value), and the first
+    SAMPLE_DIMS dimensions of the FFN's input x and output FFN(x), with both norms."""
+    src = torch.tensor([trace.source_ids])
+    ids = [BOS_ID, *trace.target_ids][: len(trace.decoder_input)]
+    encoder: dict = {}
+    decoder: dict = {}
+    memory = translator.model.encode(src, record=encoder)
+    translator.model.decode(torch.tensor([ids]), memory, src, record=decoder)
+
+    def layers(record: dict, after: str) -> list[dict]:
+        out = []
+        for layer in record["layers"]:
+            hidden = layer["ffn"]["hidden"][0]  # (positions, d_ff)
+            values, units = torch.topk(hidden, k=min(top, hidden.size(-1)), dim=-1)
+            x, fx = layer[after]["residual"][0], layer[after]["sublayer"][0]  # (positions, D)
+            out.append({"top_units": units.tolist(), "top_values": _rounded(values, 3),
+                        "input_sample": _rounded(x[:, :SAMPLE_DIMS]),
+                        "output_sample": _rounded(fx[:, :SAMPLE_DIMS]),
+                        "input_norm": _rounded(x.norm(dim=-1), 3),
+                        "output_norm": _rounded(fx.norm(dim=-1), 3)})
+        return out
+
+    return {"encoder": layers(encoder, "add_norm2"), "decoder": layers(decoder, "add_norm3")}
+
+
 # -- figures --------------------------------------------------------------------------------------
 
 
@@ -187,6 +235,20 @@ def vector_bars(series: dict[str, list[float]], dimension: str = "dimension",
                                 "dtick": 1 if len(data[0]["x"]) <= 16 else 4},
                          legend=LEGEND_TOP)
     return {"data": data, "layout": layout}
+
+
+def ffn_units_figure(units: list[int], values: list[float], d_ff: int,
+                     words: dict[str, str] | None = None) -> dict:
+    """The most active hidden units of one position, named by their index among all d_ff."""
+    words = {**WORDS, **(words or {})}
+    labels = [f"#{unit}" for unit in units]
+    bar = {"type": "bar", "x": labels, "y": values, "marker": {"color": BLUE},
+           "text": [f"{v:.2f}" for v in values], "textposition": "outside", "cliponaxis": False,
+           "textfont": {"size": 10},
+           "hovertemplate": f"{words['unit']} %{{x}} / {d_ff}: %{{y:.3f}}<extra></extra>"}
+    layout = base_layout("", 220, xaxis=category_axis(f"{words['unit']} (0–{d_ff - 1})"),
+                         yaxis={"title": {"text": words["activation"]}, "rangemode": "tozero"})
+    return {"data": [bar], "layout": layout}
 
 
 def candidates_figure(step: dict, sampled: bool = False, sampled_from: str = "sampled from",
@@ -361,8 +423,11 @@ def beam_tree(trace: Trace, step_label: str = "step", words: dict[str, str] | No
     return {"data": data, "layout": layout, "lineage": lineage}
 
 
-def decode_steps(trace: Trace, layer: int, words: dict[str, str] | None = None) -> list[dict]:
-    """For every time step, the seven things inside decoder ``layer`` and the output head."""
+def decode_steps(trace: Trace, layer: int, words: dict[str, str] | None = None,
+                 ffn_layer: dict | None = None) -> list[dict]:
+    """For every time step, the seven things inside decoder ``layer`` and the output head.
+    ``ffn_layer`` is that layer's part of ``ffn_details()``; without it the FFN box shows the
+    five most active units the trace keeps and no output vector."""
     words = {**WORDS, **(words or {})}
     block = trace.decoder[layer]
     ffn = block["ffn"]
@@ -377,6 +442,15 @@ def decode_steps(trace: Trace, layer: int, words: dict[str, str] | None = None) 
             for key in ("add_norm1", "add_norm2", "add_norm3")
         }
         step_dict = {"token": step.token, "prob": step.prob, "top": [vars(c) for c in step.top]}
+        if ffn_layer:
+            units, values = ffn_layer["top_units"][t], ffn_layer["top_values"][t]
+            output = vector_bars({words["ffn_input"]: ffn_layer["input_sample"][t],
+                                  words["ffn_output"]: ffn_layer["output_sample"][t]},
+                                 words["dimension"])
+            input_norm = ffn_layer["input_norm"][t]
+        else:
+            units, values, output = ffn["top_units"][t], ffn["top_values"][t], None
+            input_norm = None
         steps.append({
             "position": t,
             "token": step.token,
@@ -388,7 +462,8 @@ def decode_steps(trace: Trace, layer: int, words: dict[str, str] | None = None) 
             "numbers": {
                 **norms,
                 "ffn": {"active_share": ffn["active_share"][t], "hidden_norm": ffn["hidden_norm"][t],
-                        "output_norm": ffn["output_norm"][t], "d_ff": ffn["d_ff"]},
+                        "output_norm": ffn["output_norm"][t], "input_norm": input_norm,
+                        "d_ff": ffn["d_ff"], "top_units": units, "top_values": values},
             },
             "figures": {
                 "self_attention": attention_rows(block["self_attention"], t, prefix, words["head"]),
@@ -396,14 +471,95 @@ def decode_steps(trace: Trace, layer: int, words: dict[str, str] | None = None) 
                 "cross_attention": attention_rows(block["cross_attention"], t, trace.source_tokens,
                                                   words["head"]),
                 "add_norm2": _add_norm(block["add_norm2"], t, words),
-                "ffn": vector_bars({"ReLU(xW₁+b₁)": ffn["hidden_sample"][t]}, words["dimension"],
-                                   colors=(BLUE,)),
+                "ffn": ffn_units_figure(units, values, ffn["d_ff"], words),
+                "ffn_output": output,
                 "add_norm3": _add_norm(block["add_norm3"], t, words),
                 "softmax": candidates_figure(step_dict, sampled, words["sampled_from"],
                                              words["p_model"]),
             },
         })
     return steps
+
+
+# -- residual connections, and the encoder's sublayers -----------------------------------------------
+
+RES_WORDS = {"enc": "Enc {n}", "dec": "Dec {n}", "self_attention": "self-attention",
+             "cross_attention": "cross-attention", "ffn": "FFN", "stream": "‖x‖: the stream coming in",
+             "sublayer": "‖sublayer(x)‖: what it adds", "normed": "‖LayerNorm(x + sublayer(x))‖",
+             "ratio": "ratio", "share": "units firing", "top_unit": "most active unit",
+             "layer": "Layer {n}", "size": "size ‖·‖"}
+SUBLAYERS = {"encoder": (("self_attention", "add_norm1"), ("ffn", "add_norm2")),
+             "decoder": (("self_attention", "add_norm1"), ("cross_attention", "add_norm2"),
+                         ("ffn", "add_norm3"))}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+def residual_rows(trace: Trace) -> list[dict]:
+    """Every sublayer in the order the data flows (encoder, then decoder): the mean size over
+    the positions of the residual stream x coming in, of the sublayer's output F(x), and of
+    LayerNorm(x + F(x)) going out; the ratio ‖F(x)‖ / ‖x‖ says how much one sublayer changes."""
+    rows = []
+    for side in ("encoder", "decoder"):
+        for index, block in enumerate(getattr(trace, side)):
+            for sublayer, add_norm in SUBLAYERS[side]:
+                stats = block[add_norm]
+                stream, added = _mean(stats["residual_norm"]), _mean(stats["sublayer_norm"])
+                rows.append({"side": side, "layer": index, "sublayer": sublayer,
+                             "stream": round(stream, 3), "added": round(added, 3),
+                             "normed": round(_mean(stats["normed_norm"]), 3),
+                             "ratio": round(added / stream, 3) if stream else 0.0})
+    return rows
+
+
+def residual_figure(trace: Trace, words: dict[str, str] | None = None) -> dict:
+    """Bars per sublayer: the stream coming in and what the sublayer adds; a line: the size
+    after LayerNorm, which the next sublayer receives."""
+    words = {**RES_WORDS, **(words or {})}
+    rows = residual_rows(trace)
+    labels = [f"{words['enc' if r['side'] == 'encoder' else 'dec'].replace('{n}', str(r['layer'] + 1))}"
+              f" · {words[r['sublayer']]}" for r in rows]
+    ratio = [r["ratio"] for r in rows]
+    hover = f"%{{x}}<br>%{{y:.2f}} ({words['ratio']} ‖F(x)‖/‖x‖ = %{{customdata:.2f}})"
+    data = [
+        {"type": "bar", "name": words["stream"], "x": labels, "y": [r["stream"] for r in rows],
+         "marker": {"color": GREY}, "customdata": ratio, "hovertemplate": hover + "<extra></extra>"},
+        {"type": "bar", "name": words["sublayer"], "x": labels, "y": [r["added"] for r in rows],
+         "marker": {"color": BLUE}, "customdata": ratio, "hovertemplate": hover + "<extra></extra>"},
+        {"type": "scatter", "mode": "lines+markers", "name": words["normed"], "x": labels,
+         "y": [r["normed"] for r in rows], "line": {"color": ORANGE},
+         "hovertemplate": "%{x}<br>%{y:.2f}<extra></extra>"},
+    ]
+    layout = base_layout("", 360, barmode="group", xaxis=category_axis(tickangle=-45),
+                         yaxis={"title": {"text": words["size"]}, "rangemode": "tozero"},
+                         legend={"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"},
+                         margin={"l": 50, "r": 10, "t": 70, "b": 120})
+    return {"data": data, "layout": layout}
+
+
+def encoder_ffn_figure(trace: Trace, words: dict[str, str] | None = None) -> dict:
+    """Encoder layers × English tokens: the share of the FFN's hidden units that fire, with the
+    index of the most active unit written in each cell."""
+    words = {**RES_WORDS, **(words or {})}
+    layers = [words["layer"].replace("{n}", str(i + 1)) for i in range(len(trace.encoder))]
+    z = [block["ffn"]["active_share"] for block in trace.encoder]
+    units = [[f"#{u[0]}" for u in block["ffn"]["top_units"]] for block in trace.encoder]
+    top = [[", ".join(f"#{u} {v:.2f}" for u, v in zip(us, vs, strict=True))
+            for us, vs in zip(block["ffn"]["top_units"], block["ffn"]["top_values"], strict=True)]
+           for block in trace.encoder]
+    heatmap = {"type": "heatmap", "z": z, "x": unique_labels(trace.source_tokens), "y": layers,
+               "zmin": 0, "zmax": max(max(row) for row in z) if z else 1,
+               "colorscale": ATTENTION_SCALE, "xgap": 1, "ygap": 1,
+               "text": units, "texttemplate": "%{text}", "customdata": top,
+               "colorbar": {"title": {"text": words["share"]}, "thickness": 10, "tickformat": ".0%"},
+               "hovertemplate": f"%{{y}} · %{{x}}: {words['share']} %{{z:.1%}}<br>"
+                                f"{words['top_unit']}: %{{customdata}}<extra></extra>"}
+    layout = base_layout("", 90 + 44 * len(layers), xaxis=category_axis(tickangle=-45),
+                         yaxis=category_axis(reverse=True),
+                         margin={"l": 70, "r": 10, "t": 10, "b": 70})
+    return {"data": [heatmap], "layout": layout}
 
 
 def _add_norm(stats: dict, t: int, words: dict[str, str]) -> dict:

@@ -3,8 +3,8 @@
 "use strict";
 
 (() => {
-  const BOXES = ["self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "add_norm3",
-    "softmax"];
+  const BOXES = ["self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "ffn_output",
+    "add_norm3", "softmax"];
   const UNFORCEABLE = ["<pad>", "<bos>"]; // never a valid next token, so they cannot be forced
   let data = null;
   let step = 0;
@@ -63,7 +63,10 @@
       ITT.t("decode.chose", { token: current.token, prob: fixed(current.prob, 4) })
       + (current.forced ? ` ${ITT.t("decode.forced")}` : "");
     for (const box of BOXES) {
-      ITT.plot(document.getElementById(`fig-${box}`), current.figures[box]);
+      const figure = current.figures[box];
+      const node = document.getElementById(`fig-${box}`);
+      node.hidden = !figure;
+      if (figure) ITT.plot(node, figure);
     }
     const numbers = current.numbers;
     for (const key of ["add_norm1", "add_norm2", "add_norm3"]) {
@@ -78,6 +81,8 @@
     document.getElementById("num-ffn").textContent = ITT.t("num.ffn", {
       share: fixed(numbers.ffn.active_share * 100, 1), d: numbers.ffn.d_ff,
     });
+    document.getElementById("num-ffn-out").textContent = numbers.ffn.input_norm === null ? ""
+      : ITT.t("num.ffn_out", { a: fixed(numbers.ffn.input_norm, 2), b: fixed(numbers.ffn.output_norm, 2) });
     document.getElementById("num-entropy").textContent = ITT.t("num.entropy", { h: fixed(current.entropy, 3) });
     drawCandidates(current);
     drawWhy().catch((error) => ITT.showError(error.message));
@@ -178,6 +183,19 @@
     });
   }
 
+  /** Residual stream vs sublayer output for every sublayer, and the encoder's FFNs. */
+  function drawResidual() {
+    ITT.plot(document.getElementById("fig-residual"), data.figures.residual);
+    ITT.plot(document.getElementById("fig-encoder_ffn"), data.figures.encoder_ffn);
+    const labels = data.figures.residual.data[0].x;
+    const ratios = data.residual.map((row) => row.ratio);
+    const low = ratios.indexOf(Math.min(...ratios));
+    const high = ratios.indexOf(Math.max(...ratios));
+    document.getElementById("residual-summary").textContent = ITT.t("res.summary", {
+      min_name: labels[low], min: fixed(ratios[low], 2), max_name: labels[high], max: fixed(ratios[high], 2),
+    });
+  }
+
   function goTo(next) {
     if (!data || !data.steps.length) return;
     step = Math.min(Math.max(next, 0), data.steps.length - 1);
@@ -227,6 +245,7 @@
     const beam = document.getElementById("beam");
     beam.hidden = !data.beam;
     if (data.beam) drawBeam(data.beam);
+    drawResidual();
     drawStep();
   }
 

@@ -41,14 +41,16 @@ def test_decode_steps_have_the_seven_views(trace):
         assert step["prefix"] == trace.decoder_input[: t + 1]
         views = step["figures"]
         assert list(views) == ["self_attention", "add_norm1", "cross_attention", "add_norm2",
-                               "ffn", "add_norm3", "softmax"]
+                               "ffn", "ffn_output", "add_norm3", "softmax"]
         # the masked self-attention row covers only the tokens so far, one row per head
         self_row = views["self_attention"]["data"][0]
         assert len(self_row["z"]) == 4 and all(len(r) == t + 1 for r in self_row["z"])
         cross_row = views["cross_attention"]["data"][0]
         assert [x.replace("\u200b", "") for x in cross_row["x"]] == trace.source_tokens
         assert views["add_norm1"]["data"][0]["type"] == "bar"
-        assert len(views["ffn"]["data"][0]["y"]) == 32
+        # without ffn_details: the five most active units the trace keeps, named by index
+        assert views["ffn"]["data"][0]["x"] == [f"#{u}" for u in trace.decoder[1]["ffn"]["top_units"][t]]
+        assert views["ffn_output"] is None
     json.dumps(steps)
 
 
@@ -132,3 +134,67 @@ def test_beam_lineage_on_the_model(beam_trace):
     assert len(lineage["status"]) == len(beam_trace.beam)
     best = lineage["hypotheses"][0]
     assert best["winner"] and "".join(best["tokens"]) == beam_trace.translation
+
+
+# -- the FFN box (issue 11, item 8) ----------------------------------------------------------------
+
+def test_ffn_details_are_the_traced_ffn(tiny_translator, trace):
+    details = decode.ffn_details(tiny_translator, trace)
+    assert len(details["decoder"]) == len(trace.decoder) and len(details["encoder"]) == len(trace.encoder)
+    for side, after in (("decoder", "add_norm3"), ("encoder", "add_norm2")):
+        for layer, recorded in zip(details[side], getattr(trace, side), strict=True):
+            # the most active units agree with the trace's top five, and are sorted
+            assert [u[:5] for u in layer["top_units"]] == recorded["ffn"]["top_units"]
+            assert all(v == sorted(v, reverse=True) for v in layer["top_values"])
+            assert layer["output_norm"] == pytest.approx(recorded["ffn"]["output_norm"], abs=1e-2)
+            # x + FFN(x) is exactly what the next Add & Norm sums
+            for x, fx, summed in zip(layer["input_sample"], layer["output_sample"],
+                                     recorded[after]["sum_sample"], strict=True):
+                assert [a + b for a, b in zip(x, fx, strict=True)] == pytest.approx(summed, abs=2e-3)
+
+
+def test_ffn_box_names_the_units_and_draws_the_output(tiny_translator, trace):
+    details = decode.ffn_details(tiny_translator, trace)
+    steps = decode.decode_steps(trace, 0, None, details["decoder"][0])
+    for t, step in enumerate(steps):
+        units = details["decoder"][0]["top_units"][t]
+        assert len(units) == decode.TOP_UNITS
+        assert step["figures"]["ffn"]["data"][0]["x"] == [f"#{u}" for u in units]
+        assert "dimension" not in step["figures"]["ffn"]["layout"]["xaxis"]["title"]["text"]
+        names = [d["name"] for d in step["figures"]["ffn_output"]["data"]]
+        assert names == [decode.WORDS["ffn_input"], decode.WORDS["ffn_output"]]
+        assert step["numbers"]["ffn"]["top_units"] == units
+
+
+def test_decode_route_sends_twelve_units_and_the_ffn_output(app_client):
+    body = app_client.post("/api/figures/decode", json={"text": "The cat sits on the mat.", "max_len": 4,
+                                                      "layer": 0}).json()
+    ffn = body["steps"][0]["numbers"]["ffn"]
+    assert len(ffn["top_units"]) == decode.TOP_UNITS and ffn["input_norm"] > 0
+    assert body["steps"][0]["figures"]["ffn_output"]["data"][1]["y"]
+
+
+# -- residual connections and the encoder's sublayers (issue 11, items 8 and 15) ------------------
+
+def test_residual_rows_cover_every_sublayer_in_order(trace):
+    rows = decode.residual_rows(trace)
+    n_enc, n_dec = len(trace.encoder), len(trace.decoder)
+    assert len(rows) == 2 * n_enc + 3 * n_dec
+    assert [r["sublayer"] for r in rows[:2]] == ["self_attention", "ffn"]
+    assert [r["sublayer"] for r in rows[2 * n_enc: 2 * n_enc + 3]] == [
+        "self_attention", "cross_attention", "ffn"]
+    first = trace.encoder[0]["add_norm1"]
+    mean = sum(first["residual_norm"]) / len(first["residual_norm"])
+    assert rows[0]["stream"] == pytest.approx(mean, abs=1e-3)
+    for r in rows:
+        assert r["ratio"] == pytest.approx(r["added"] / r["stream"], abs=1e-3)
+    figure = decode.residual_figure(trace)
+    assert [d["y"] for d in figure["data"]] == [[r["stream"] for r in rows], [r["added"] for r in rows],
+                                                [r["normed"] for r in rows]]
+
+
+def test_encoder_ffn_figure_is_the_traced_encoder(trace):
+    heatmap = decode.encoder_ffn_figure(trace)["data"][0]
+    assert heatmap["z"] == [block["ffn"]["active_share"] for block in trace.encoder]
+    assert heatmap["text"][0] == [f"#{u[0]}" for u in trace.encoder[0]["ffn"]["top_units"]]
+    assert len(heatmap["x"]) == len(trace.source_tokens)

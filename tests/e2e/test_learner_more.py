@@ -39,3 +39,25 @@ def test_beam_tree_is_a_lineage_tree_with_scores_and_ranked_endings(page, server
     assert scores == sorted(scores, reverse=True)
     assert page.locator("#beam-stop").text_content().strip()
     shot(page, "decode-beam-lineage")
+
+
+def test_ffn_box_names_units_and_shows_its_output_and_the_encoder_is_shown(page, server):
+    page.goto(f"{server}/decode?{CAT}&max_len=6")
+    wait_idle(page)
+    units = page.evaluate("document.getElementById('fig-ffn').data[0].x")
+    assert len(units) >= 5 and all(u.startswith("#") for u in units)
+    assert "dimension" not in page.evaluate(
+        "document.getElementById('fig-ffn').layout.xaxis.title.text")
+    output = page.evaluate("document.getElementById('fig-ffn_output').data.map((d) => d.y.length)")
+    assert output == [16, 16]
+    assert "FFN(x)" in page.locator("#num-ffn-out").text_content()
+    # the Add & Norm explanation is said once, not three times
+    helps = [page.locator(f"#box-an{i} p.muted").text_content() for i in (1, 2, 3)]
+    assert len(set(helps)) == 3
+    # the encoder's sublayers: every encoder layer's FFN, and its Add & Norm in the residual chart
+    layers = page.evaluate("document.getElementById('fig-encoder_ffn').data[0].y.length")
+    assert layers >= 1
+    labels = page.evaluate("document.getElementById('fig-residual').data[0].x")
+    assert sum("FFN" in label for label in labels) >= 2 and len(labels) >= 5
+    assert page.locator("#residual-summary").text_content().strip()
+    shot(page, "decode-ffn-residual")
