@@ -1,10 +1,15 @@
-"""/kv-cache — the same generation with and without cached keys and values, timed on this
-machine, and which K/V rows each step computes or reads from the cache."""
+"""/kv-cache — the same generation with and without cached keys and values, timed over several
+runs on this machine, which K/V rows each step computes or reads from the cache, and a window
+onto the real cached K and V tensors as they grow."""
 
 from __future__ import annotations
 
+import statistics
+import time
 from typing import Annotated
 
+import numpy as np
+import torch
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse
 from pydantic import Field
@@ -12,41 +17,83 @@ from pydantic import Field
 from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
-from app.plots import BLUE, LEGEND_TOP, ORANGE, TWO_AXES_MARGIN, VERMILION, base_layout, plain_axis
+from app.plots import (
+    BLUE,
+    DIVERGING,
+    LEGEND_TOP,
+    ORANGE,
+    TWO_AXES_MARGIN,
+    VERMILION,
+    base_layout,
+    category_axis,
+    plain_axis,
+    unique_labels,
+)
 from app.schemas import ERRORS, TextQuery
+from model.transformer import BOS_ID
+from model.translator import InputError, Translator
 
 router = APIRouter()
 PageText = page_text("kv_cache")
 MAX_KV_STEPS = 128
+MAX_RUNS = 9
+RACE_BUDGET_S = 6.0  # after the first race, start another only while the races so far took less
+KV_DIMS = 8  # dimensions of each cached K/V row the page shows
 
 
 class KVCacheQuery(TextQuery):
     steps: int = Field(32, ge=1, le=MAX_KV_STEPS,
                        description=f"tokens to generate in each run, 1–{MAX_KV_STEPS}")
+    runs: int = Field(5, ge=1, le=MAX_RUNS,
+                      description=f"races to time (1–{MAX_RUNS}); fewer are run when the first ones "
+                                  f"already took {RACE_BUDGET_S:g} s, and the answer says how many")
+    layer: int = Field(0, ge=0, le=63, description="decoder layer whose cached K/V rows are shown")
+    head: int = Field(0, ge=0, le=63, description="attention head whose cached K/V rows are shown")
+
+
+def steps_value(raw: str | None) -> str:
+    """The page's steps field: ASCII digits within the limits, else the default (never a 500:
+    "²" or "١٢" pass str.isdigit() but are not numbers a form or the API accepts)."""
+    if raw and raw.isascii() and raw.isdigit() and 1 <= int(raw) <= MAX_KV_STEPS:
+        return str(int(raw))
+    return "32"
 
 
 @router.get("/kv-cache", response_class=HTMLResponse, include_in_schema=False)
 def page(request: Request, lang: LanguageDep) -> HTMLResponse:
-    steps = request.query_params.get("steps", "32")
-    return render_page(request, "kv_cache", lang, steps=steps if steps.isdigit() else "32")
+    return render_page(request, "kv_cache", lang, steps=steps_value(request.query_params.get("steps")))
 
 
 @router.get("/api/kv-cache", responses=ERRORS, tags=["model"])
 def kv_cache(query: Annotated[KVCacheQuery, Query()], engine: EngineDep, translator: TranslatorDep,
              t: PageText, response: Response) -> dict:
-    """Generate ``steps`` tokens with and without the KV cache on the live model, timing each."""
-    race, _ = engine.run(translator.kv_cache_race, query.text, query.steps)
+    """Generate ``steps`` tokens with and without the KV cache on the live model, several times:
+    the median and spread of the timings, and the real cached K and V rows of one layer and head."""
+    config = translator.config
+    if query.layer >= config.n_decoder_layers:
+        raise InputError("layer", f"layer must be between 0 and {config.n_decoder_layers - 1}")
+    if query.head >= config.n_heads:
+        raise InputError("head", f"head must be between 0 and {config.n_heads - 1}")
+    races, _ = engine.run(race_runs, translator, query.text, query.steps, query.runs)
+    race = summarise_races(races)
+    rows, _ = engine.run(kv_rows, translator, query.text, race["tokens"], query.layer, query.head)
     names = (t("kv.cached"), t("kv.uncached"))
     step, position = t("common.step"), t("common.position")
     legend = (t("kv.fresh"), t("kv.reused"), "")
-    timed(response, race["cached_ms"] + race["uncached_ms"])
+    timed(response, sum(r["cached_ms"] + r["uncached_ms"] for r in races))
+    words = {"position": position, "dimension": t("common.dimension")}
     return {
         "text": query.text,
         **race,
-        "d_model": translator.config.d_model,
-        "layers": translator.config.n_decoder_layers,
+        "d_model": config.d_model,
+        "layers": config.n_decoder_layers,
+        "kv": rows,
         "figures": {
             "timing": kv_timing_figure(race, names, t("kv.ms"), step),
+            "k_rows": kv_rows_figure(rows["self"]["k"], rows["self"]["tokens"], words),
+            "v_rows": kv_rows_figure(rows["self"]["v"], rows["self"]["tokens"], words),
+            "cross_k": kv_rows_figure(rows["cross"]["k"], rows["cross"]["tokens"], words),
+            "cross_v": kv_rows_figure(rows["cross"]["v"], rows["cross"]["tokens"], words),
             "work": kv_work_figure(race, names, t("kv.positions"), step),
             "cached_grid": kv_grid(race, True, t("kv.grid_cached"), legend, step, position),
             "uncached_grid": kv_grid(race, False, t("kv.grid_uncached"), legend, step, position),
@@ -54,20 +101,121 @@ def kv_cache(query: Annotated[KVCacheQuery, Query()], engine: EngineDep, transla
     }
 
 
+# -- several races, and the real cache --------------------------------------------------------------
+
+
+def race_runs(translator: Translator, text: str, steps: int, runs: int,
+              budget_s: float = RACE_BUDGET_S) -> list[dict]:
+    """Up to ``runs`` races; after the first, another starts only if the time spent so far plus
+    one more race of the same length stays within ``budget_s`` (a busy machine runs fewer)."""
+    races: list[dict] = []
+    started = time.perf_counter()
+    while len(races) < runs:
+        one = time.perf_counter()
+        races.append(translator.kv_cache_race(text, steps))
+        spent, last = time.perf_counter() - started, time.perf_counter() - one
+        if spent + last > budget_s:
+            break
+    return races
+
+
+def summarise_races(races: list[dict]) -> dict:
+    """The first race's tokens and positions; per step and in total, the median time over the
+    races and its spread (fastest and slowest run)."""
+    first = races[0]
+    out = {key: first[key] for key in ("steps", "tokens", "cached_positions", "uncached_positions",
+                                       "kv_rows", "kv_floats_per_layer")}
+    out["identical"] = all(r["identical"] for r in races) and all(
+        r["tokens"] == first["tokens"] for r in races)
+    out["runs"] = len(races)
+    for mode in ("cached", "uncached"):
+        per_step = list(zip(*(r[f"{mode}_step_ms"] for r in races), strict=True))
+        totals = [r[f"{mode}_ms"] for r in races]
+        out[f"{mode}_step_ms"] = [round(statistics.median(v), 4) for v in per_step]
+        out[f"{mode}_step_min"] = [round(min(v), 4) for v in per_step]
+        out[f"{mode}_step_max"] = [round(max(v), 4) for v in per_step]
+        out[f"{mode}_runs_ms"] = totals
+        out[f"{mode}_ms"] = round(statistics.median(totals), 3)
+        out[f"{mode}_min_ms"] = round(min(totals), 3)
+        out[f"{mode}_max_ms"] = round(max(totals), 3)
+    return out
+
+
+def _window(tensor: torch.Tensor, head: int, dims: int) -> list[list[float]]:
+    return np.round(tensor[0, head, :, :dims].double().numpy(), 4).tolist()
+
+
+@torch.inference_mode()
+def kv_rows(translator: Translator, text: str, tokens: list[str], layer: int = 0, head: int = 0,
+            dims: int = KV_DIMS) -> dict:
+    """Feed <bos> and the race's tokens one at a time through the decoder with its KV cache, as
+    the race did, and read the cache itself: the shape of layer ``layer``'s self-attention K after
+    every step, the first ``dims`` numbers of every cached K and V row of ``head``, and the
+    cross-attention K and V, projected from the encoder once and then reused unchanged."""
+    src = torch.tensor([translator.source_ids(text)])
+    memory = translator.model.encode(src)
+    cache = translator.model.new_cache()
+    fed = [BOS_ID, *translator.target_ids(tokens)][: len(tokens)]  # the race's inputs
+    shapes, cross_reused, cross_k = [], True, None
+    for position, token in enumerate(fed):
+        translator.model.decode(torch.tensor([[token]]), memory, src, cache=cache, offset=position)
+        own = cache[layer]
+        shapes.append(list(own["self"]["k"].shape))
+        if cross_k is None:
+            cross_k = own["cross"]["k"]
+        cross_reused = cross_reused and own["cross"]["k"] is cross_k
+    own = cache[layer]
+    return {
+        "layer": layer, "head": head, "dims": dims,
+        "self": {"shapes": shapes, "tokens": translator.target_tokens(fed),
+                 "k": _window(own["self"]["k"], head, dims),
+                 "v": _window(own["self"]["v"], head, dims)},
+        "cross": {"shape": list(own["cross"]["k"].shape),
+                  "tokens": translator.source_tokens(src[0].tolist()),
+                  "k": _window(own["cross"]["k"], head, dims),
+                  "v": _window(own["cross"]["v"], head, dims), "reused": cross_reused},
+    }
+
+
 # -- figures --------------------------------------------------------------------------------------
+
+
+def kv_rows_figure(rows: list[list[float]], tokens: list[str], words: dict[str, str] | None = None) -> dict:
+    """Cached rows as a heatmap: one row per position (its token), one column per dimension."""
+    words = {"position": "position", "dimension": "dimension", **(words or {})}
+    labels = [f"{i} {token}" for i, token in enumerate(unique_labels(tokens))]
+    top = max((abs(v) for row in rows for v in row), default=1.0) or 1.0
+    heatmap = {"type": "heatmap", "z": rows, "x": list(range(len(rows[0]) if rows else 0)),
+               "y": labels, "colorscale": DIVERGING, "zmin": -top, "zmax": top, "reversescale": True,
+               "xgap": 1, "ygap": 1, "colorbar": {"thickness": 8},
+               "texttemplate": "%{z:.2f}" if len(rows) <= 24 else "", "textfont": {"size": 9},
+               "hovertemplate": f"{words['position']} %{{y}} · {words['dimension']} %{{x}}: "
+                                f"%{{z:.4f}}<extra></extra>"}
+    layout = base_layout("", 80 + 22 * max(len(rows), 3), xaxis=plain_axis(words["dimension"], dtick=1),
+                         yaxis=category_axis(reverse=True), margin={"l": 80, "r": 10, "t": 10, "b": 45})
+    return {"data": [heatmap], "layout": layout}
+
 
 
 def kv_timing_figure(race: dict, names: tuple[str, str], ms_label: str = "ms",
                      step_label: str = "step") -> dict:
-    """Milliseconds per generated token, with and without the cache, as the output grows."""
+    """Milliseconds per generated token, with and without the cache, as the output grows: the
+    median over the runs (line) inside the band from the fastest to the slowest run."""
     x = list(range(1, race["steps"] + 1))
-    data = [
-        {"type": "scatter", "mode": "lines+markers", "name": name, "x": x, "y": race[key],
-         "line": {"color": colour}, "marker": {"size": 4},
-         "hovertemplate": f"{step_label} %{{x}}: %{{y:.2f}} ms<extra>{name}</extra>"}
-        for key, name, colour in (("cached_step_ms", names[0], BLUE),
-                                  ("uncached_step_ms", names[1], VERMILION))
-    ]
+    data = []
+    for mode, name, colour in (("cached", names[0], BLUE), ("uncached", names[1], VERMILION)):
+        low, high = race.get(f"{mode}_step_min"), race.get(f"{mode}_step_max")
+        if low and high:
+            data.append({"type": "scatter", "mode": "lines", "x": x + x[::-1], "y": high + low[::-1],
+                         "fill": "toself", "fillcolor": colour, "opacity": 0.2,
+                         "line": {"width": 0}, "hoverinfo": "skip", "showlegend": False})
+        data.append({"type": "scatter", "mode": "lines+markers", "name": name, "x": x,
+                     "y": race[f"{mode}_step_ms"], "line": {"color": colour}, "marker": {"size": 4},
+                     "customdata": list(zip(low or race[f"{mode}_step_ms"],
+                                            high or race[f"{mode}_step_ms"], strict=True)),
+                     "hovertemplate": f"{step_label} %{{x}}: %{{y:.2f}} ms "
+                                      f"(%{{customdata[0]:.2f}}–%{{customdata[1]:.2f}})"
+                                      f"<extra>{name}</extra>"})
     layout = base_layout("", 320, xaxis={"title": {"text": step_label}},
                          yaxis={"title": {"text": ms_label}, "rangemode": "tozero"},
                          legend=LEGEND_TOP)

@@ -61,3 +61,31 @@ def test_ffn_box_names_units_and_shows_its_output_and_the_encoder_is_shown(page,
     assert sum("FFN" in label for label in labels) >= 2 and len(labels) >= 5
     assert page.locator("#residual-summary").text_content().strip()
     shot(page, "decode-ffn-residual")
+
+
+def test_kv_cache_times_several_runs_and_shows_the_real_rows_growing(page, server):
+    page.goto(f"{server}/kv-cache?{CAT}&steps=6&runs=3")
+    wait_idle(page)
+    summary = page.locator("#kv-summary").text_content()
+    assert "median" in summary
+    # the timing chart: a median line and a band for each of the two versions
+    fills = page.evaluate("document.getElementById('kv-timing').data.filter((d) => d.fill).length")
+    assert fills == 2
+    assert page.evaluate("document.getElementById('kv-k').data[0].z.length") == 6
+    assert "(1, " in page.locator("#kv-shape").text_content()
+    page.locator("#kv-row-step").fill("2")
+    page.locator("#kv-row-step").dispatch_event("input")
+    assert page.evaluate("document.getElementById('kv-k').data[0].z.length") == 2
+    assert ", 2, " in page.locator("#kv-shape").text_content()
+    cross = page.evaluate("document.getElementById('kv-cross-k').data[0].z.length")
+    assert cross >= 2
+    shot(page, "kv-cache-rows")
+
+
+@pytest.mark.parametrize("steps", ["%C2%B2", "%D9%A1%D9%A2", "%EF%BC%91%EF%BC%92"])
+def test_kv_cache_with_unicode_digits_falls_back_to_the_default(page, server, steps):
+    response = page.goto(f"{server}/kv-cache?{CAT}&steps={steps}&runs=1")
+    assert response.status == 200
+    wait_idle(page)
+    assert page.locator("#error").is_hidden()
+    assert page.locator("#steps").input_value() == "32"
