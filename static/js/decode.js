@@ -213,7 +213,9 @@
     for (const t of [...prefix, token]) query.append("forced", t);
     query.set("step", step);
     ITT.setURL(query, true);
-    load().catch((error) => ITT.showError(error.message));
+    // keep a keyboard user where they were: one Tab reaches the new step's first candidate
+    load().then(() => document.getElementById("candidates").focus())
+      .catch((error) => ITT.showError(error.message));
   }
 
   const DEFAULTS = { temperature: "1.0", top_k: "", top_p: "", seed: "0", max_len: "64", beam_size: "4" };

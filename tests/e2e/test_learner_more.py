@@ -89,3 +89,34 @@ def test_kv_cache_with_unicode_digits_falls_back_to_the_default(page, server, st
     wait_idle(page)
     assert page.locator("#error").is_hidden()
     assert page.locator("#steps").input_value() == "32"
+
+
+def test_a_few_tabs_reach_the_first_candidate_on_decode(page, server):
+    page.goto(f"{server}/decode?{CAT}&max_len=6")
+    wait_idle(page)
+    first = "document.activeElement === document.querySelector('#candidates button')"
+    tabs = 0
+    while not page.evaluate(first) and tabs < 60:
+        page.keyboard.press("Tab")
+        tabs += 1
+        if page.evaluate("document.activeElement.getAttribute('href') === '#candidates'"):
+            page.keyboard.press("Enter")
+    assert page.evaluate(first) and tabs <= 4, tabs
+    # the step controls are one skip link away too, and arrows still step from there
+    page.goto(f"{server}/decode?{CAT}&max_len=6")
+    wait_idle(page)
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.getAttribute('href')") == "#step-nav"
+    page.keyboard.press("Enter")
+    page.keyboard.press("ArrowRight")
+    assert "step=1" in page.url
+    # forcing a candidate from the keyboard leaves the focus one Tab from the new candidates
+    page.goto(f"{server}/decode?{CAT}&max_len=6&step=1")
+    wait_idle(page)
+    page.locator("#candidates button:not(.chosen):not([disabled])").first.press("Enter")
+    wait_idle(page)
+    assert page.evaluate("document.activeElement.id") == "candidates"
+    page.keyboard.press("Tab")
+    assert page.evaluate(first)
