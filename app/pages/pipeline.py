@@ -1,5 +1,6 @@
 """/ — the whole encoder–decoder with this model's sizes, the translation and how sure the model
-was of each character."""
+was of each character, and why attention replaced recurrence (RNN / LSTM), measured on the
+sentence's own encoder attention."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ from fastapi.responses import HTMLResponse
 from app.api import summary, timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
-from app.plots import BLUE, GREY, LEGEND_TOP, ORANGE, base_layout, category_axis, unique_labels
+from app.plots import (
+    BLUE,
+    GREY,
+    LEGEND_TOP,
+    ORANGE,
+    TWO_AXES_MARGIN,
+    VERMILION,
+    base_layout,
+    category_axis,
+    unique_labels,
+)
 from app.schemas import ERRORS, TraceRequest
 from model.trace import Trace
 
@@ -29,7 +40,11 @@ def pipeline_figures(request: TraceRequest, engine: EngineDep, t: PageText,
     trace, model_ms = engine.trace(request)
     timed(response, model_ms)
     names = (t("pipeline.p_model"), t("pipeline.p_sampled"))
-    return {**summary(trace), "figures": {"probabilities": step_probabilities(trace, names)}}
+    words = {"rnn": t("rnn.rnn"), "attention": t("rnn.attention_short"), "weight": t("rnn.weight"),
+             "distance": t("rnn.distance_axis"), "steps": t("rnn.steps")}
+    return {**summary(trace), "links": distance_links(trace),
+            "figures": {"probabilities": step_probabilities(trace, names),
+                        "recurrence": recurrence_figure(trace, words)}}
 
 
 def sampled_probability(step) -> float | None:
@@ -68,3 +83,64 @@ def step_probabilities(trace: Trace, names: tuple[str, str] = ("model, temperatu
     return {"data": data, "layout": base_layout("", 220, barmode="group", xaxis=category_axis(),
                                                  yaxis={"range": [0, 1.05]},
                                                  showlegend=sampled, legend=LEGEND_TOP)}
+
+
+# -- why attention replaced recurrence ----------------------------------------------------------
+
+RNN_WORDS = {"rnn": "RNN / LSTM: steps one after another", "attention": "self-attention: steps",
+             "weight": "strongest direct attention weight", "distance": "tokens apart",
+             "steps": "sequential steps"}
+
+
+SPECIAL = {"<eos>", "<bos>", "<pad>"}
+
+
+def distance_links(trace: Trace) -> list[dict]:
+    """For every distance d between two English words: the strongest attention weight any
+    encoder head in any layer puts directly on a word d positions away, and where it is.
+    <eos> is left out on both sides: heads with nothing better to do park their weight on it,
+    which says nothing about how words relate."""
+    words = [i for i, token in enumerate(trace.source_tokens) if token not in SPECIAL]
+    n = len(words)
+    best: list[dict] = []
+    for d in range(1, n):
+        top = {"distance": d, "weight": 0.0, "layer": 0, "head": 0, "query": 0, "key": 0}
+        for layer, block in enumerate(trace.encoder):
+            for head, rows in enumerate(block["self_attention"]):
+                for query in words[:n]:
+                    for key in (query - d, query + d):
+                        if key in words and rows[query][key] > top["weight"]:
+                            top = {"distance": d, "weight": rows[query][key], "layer": layer,
+                                   "head": head, "query": query, "key": key}
+        top["from"], top["to"] = trace.source_tokens[top["query"]], trace.source_tokens[top["key"]]
+        best.append(top)
+    return best
+
+
+def recurrence_figure(trace: Trace, words: dict[str, str] | None = None) -> dict:
+    """Bars: how many steps, one after another, carry a word to another d tokens away — d in a
+    recurrent network, 1 per layer with self-attention. Line: the strongest attention weight
+    this model really puts across that distance."""
+    words = {**RNN_WORDS, **(words or {})}
+    links = distance_links(trace)
+    x = [link["distance"] for link in links]
+    hover = [f"{link['from']} → {link['to']}" for link in links]
+    data = [
+        {"type": "bar", "name": words["rnn"], "x": x, "y": x, "marker": {"color": GREY},
+         "hovertemplate": f"%{{x}}: %{{y}}<extra>{words['rnn']}</extra>"},
+        {"type": "bar", "name": words["attention"], "x": x, "y": [1] * len(x),
+         "marker": {"color": BLUE},
+         "hovertemplate": f"%{{x}}: %{{y}}<extra>{words['attention']}</extra>"},
+        {"type": "scatter", "mode": "lines+markers", "name": words["weight"], "x": x,
+         "y": [link["weight"] for link in links], "yaxis": "y2", "customdata": hover,
+         "line": {"color": VERMILION}, "marker": {"color": ORANGE, "size": 7},
+         "hovertemplate": f"%{{x}}: %{{y:.3f}} (%{{customdata}})<extra>{words['weight']}</extra>"},
+    ]
+    layout = base_layout("", 300, barmode="group",
+                         xaxis={"title": {"text": words["distance"]}, "dtick": 1 if len(x) <= 20 else 5},
+                         yaxis={"title": {"text": words["steps"]}, "rangemode": "tozero"},
+                         yaxis2={"title": {"text": "p"}, "overlaying": "y", "side": "right",
+                                 "range": [0, 1.05], "tickvals": [0, 0.25, 0.5, 0.75, 1],
+                                 "showgrid": False},
+                         legend={**LEGEND_TOP, "y": 1.25}, margin=TWO_AXES_MARGIN)
+    return {"data": data, "layout": layout}

@@ -120,3 +120,18 @@ def test_a_few_tabs_reach_the_first_candidate_on_decode(page, server):
     assert page.evaluate("document.activeElement.id") == "candidates"
     page.keyboard.press("Tab")
     assert page.evaluate(first)
+
+
+@pytest.mark.parametrize("lang,title", [("en", "RNN"), ("zh", "循环网络")])
+def test_pipeline_compares_recurrence_with_attention_on_the_live_model(page, server, lang, title):
+    page.goto(f"{server}/lang/{lang}?next=/")
+    page.goto(f"{server}/pipeline?{CAT}")
+    wait_idle(page)
+    assert title in page.locator("#rnn-title").text_content()
+    traces = page.evaluate("document.getElementById('fig-recurrence').data.map((d) => d.y)")
+    rnn, attention, weights = traces
+    assert rnn == list(range(1, len(rnn) + 1)) and set(attention) == {1}
+    assert all(0 <= w <= 1 for w in weights)
+    assert page.locator("#rnn-summary").text_content().strip()
+    assert page.locator("#recurrence a[href^='/decode']").get_attribute("href").endswith("#residual")
+    shot(page, f"pipeline-recurrence-{lang}")
