@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -30,19 +31,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def server(tiny_checkpoint):
+@contextmanager
+def running_server(checkpoint: Path | None, log_name: str):
+    """``python -m app`` on a free loopback port (the shipped checkpoint when ``checkpoint`` is None);
+    yields its URL once /healthz answers, stops it afterwards. Its output goes to test-artifacts/."""
     port = free_port()
-    log = (ARTIFACTS / "e2e-server.log")
     ARTIFACTS.mkdir(exist_ok=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ITT_CHECKPOINT": str(tiny_checkpoint)}
+    log = ARTIFACTS / log_name
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "ITT_ACCESS_LOG": "false"}
+    env.pop("ITT_CHECKPOINT", None)
+    command = [sys.executable, "-m", "app", "--port", str(port)]
+    if checkpoint is not None:
+        command += ["--checkpoint", str(checkpoint)]
     with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app", "--port", str(port), "--checkpoint", str(tiny_checkpoint)],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 120
     while True:
         try:
             with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
@@ -54,12 +58,20 @@ def server(tiny_checkpoint):
             process.kill()
             pytest.fail(f"the server did not start; see {log}")
         time.sleep(0.3)
-    yield url
-    process.terminate()
     try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="session")
+def server(tiny_checkpoint):
+    with running_server(tiny_checkpoint, "e2e-server.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -19,7 +19,7 @@ def wait_idle(page) -> None:
 
 
 def test_type_a_sentence_and_see_the_translation(page, server):
-    page.goto(f"{server}/?max_len=10")
+    page.goto(f"{server}/pipeline?max_len=10")
     wait_idle(page)
     page.fill("#text", SENTENCE)
     page.press("#text", "Enter")
@@ -36,7 +36,7 @@ def test_type_a_sentence_and_see_the_translation(page, server):
 
 
 def test_example_links(page, server):
-    page.goto(server)
+    page.goto(f"{server}/pipeline")
     wait_idle(page)
     examples = page.locator("a.example").all_text_contents()
     assert examples[0] == "The cat sits on the mat."
@@ -191,7 +191,7 @@ def test_api_docs_page(page, server):
 
 def test_the_mode_bar_only_downloads_a_png(page, server):
     """No Plotly logo, no cloud or edit links, no lasso/select tools: one PNG download button."""
-    page.goto(f"{server}/?max_len=6")
+    page.goto(f"{server}/pipeline?max_len=6")
     wait_idle(page)
     page.locator("#probabilities").hover()
     buttons = page.locator("#probabilities .modebar-btn")

@@ -4,17 +4,12 @@ keeps the previous checkpoint's figures, and legible on a phone (no sideways pag
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 from tests.app.test_training import DECODINGS, METRIC_KEYS, SPLITS, made_up_evaluation
-from tests.e2e.conftest import ARTIFACTS, ROOT, free_port, shot
+from tests.e2e.conftest import running_server, shot
 
 
 @pytest.fixture(scope="module")
@@ -29,33 +24,8 @@ def evaluated_server(tiny_checkpoint, tmp_path_factory):
     history["init"] = {"from": "earlier", "epochs": 24, "total_minutes": 72.5, "train_pairs": 31508}
     history["train_pairs"] = 12345
     (folder / "history.json").write_text(json.dumps(history), encoding="utf-8")
-    port = free_port()
-    ARTIFACTS.mkdir(exist_ok=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    with (ARTIFACTS / "e2e-training-server.log").open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app", "--port", str(port), "--checkpoint", str(folder)],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("the server on the evaluated checkpoint did not start")
-        time.sleep(0.3)
-    yield url
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    with running_server(folder, "e2e-training-server.log") as url:
+        yield url
 
 
 def shown(value: float, signed: bool = False) -> str:

@@ -6,11 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
 import struct
-import subprocess
-import sys
-import time
 import urllib.error
 import urllib.request
 from urllib.parse import parse_qs, quote, urlsplit
@@ -18,7 +14,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import ARTIFACTS, ROOT, free_port, shot
+from tests.e2e.conftest import running_server, shot
 
 pytestmark = pytest.mark.e2e
 SEED = "The cat sits on the mat."
@@ -31,33 +27,8 @@ DEC_BLOCKS = ["self_attention", "add_norm1", "cross_attention", "add_norm2", "ff
 @pytest.fixture(scope="module")
 def server():
     """The app on the shipped checkpoint (the seed sentence translates into real Chinese)."""
-    port = free_port()
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / "xray-server.log"
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "ITT_ACCESS_LOG": "false"}
-    env.pop("ITT_CHECKPOINT", None)
-    with log.open("w") as out:
-        process = subprocess.Popen([sys.executable, "-m", "app", "--port", str(port)], cwd=ROOT,
-                                   env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            pytest.fail(f"the server did not start; see {log}")
-        time.sleep(0.3)
-    yield url
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    with running_server(None, "xray-server.log") as url:
+        yield url
 
 
 def post(server: str, path: str, body: dict) -> tuple[int, dict]:
