@@ -372,6 +372,16 @@ def _summary(result: dict) -> dict:
     return {k: v for k, v in result.items() if k not in ("examples", "outputs", "categories")}
 
 
+def previous_figures(earlier: dict) -> dict:
+    """The parts of an earlier report that a before/after comparison needs."""
+    return {
+        "label": {"en": "previous checkpoint", "zh": "上一个检查点"},
+        "sets": earlier.get("sets", {}),
+        "probe": earlier.get("probe", {}),
+        "fixture": earlier.get("fixture"),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
@@ -384,6 +394,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--write-fixture", action="store_true",
                         help="first (re)write --fixture from the rebuilt Tatoeba test split")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    parser.add_argument("--previous", type=Path,
+                        help="an earlier checkpoint's eval.json, kept under 'previous' for before/after")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.threads:
@@ -400,12 +412,14 @@ def main(argv: list[str] | None = None) -> None:
     if fixture is None:
         log.warning("no fixture at %s: eval.json gets no 'fixture' figures", args.fixture)
     report = {
-        "checkpoint": str(args.checkpoint),
+        "checkpoint": args.checkpoint.name,
         "split": split_settings(settings),
     }
     report |= evaluate(translator, splits, seen, read_table(args.probe), fixture, args.beam,
                        args.examples)
     report["minutes"] = round((time.perf_counter() - started) / 60, 2)
+    if args.previous:
+        report["previous"] = previous_figures(json.loads(args.previous.read_text(encoding="utf-8")))
     out = args.out or args.checkpoint / "eval.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -203,6 +203,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "characters of the training data are added to its vocabulary)")
     parser.add_argument("--narrow", action="store_true",
                         help="only Tatoeba and HSK (the first model's data), no wider domains")
+    parser.add_argument("--upsample", default="", metavar="SOURCE=N,...",
+                        help="repeat a source's training pairs N times, e.g. tatoeba=2,hsk=2")
     parser.add_argument("--vary-numbers", action="store_true",
                         help="add a copy of each pair with numbers, its numbers changed")
     parser.add_argument("--seed", type=int, default=13)
@@ -229,6 +231,9 @@ def main(argv: list[str] | None = None) -> None:
         n_test_hsk=min(300, args.test_size),
     )
     train_pairs = splits.train[: args.limit] if args.limit else splits.train
+    for item in filter(None, args.upsample.split(",")):
+        source, times = item.split("=")
+        train_pairs = train_pairs + [p for p in train_pairs if p.source == source] * (int(times) - 1)
     if args.vary_numbers:
         train_pairs = train_pairs + vary_numbers(train_pairs, args.seed)
     dev_pairs = splits.dev_mix()

@@ -206,3 +206,14 @@ def test_probe_set_is_well_formed():
         if row["category"] == "long":
             assert 25 <= len(row["english"].split()) <= 40
     assert {"The cat sits on the mat.", "It costs 25 dollars."} <= {r["english"] for r in rows}
+
+
+def test_previous_figures_keep_what_a_before_after_needs():
+    from model.evaluate import previous_figures
+
+    earlier = {"checkpoint": "checkpoints", "sets": {"tatoeba_test": {"greedy": {"bleu": 40.0}}},
+               "probe": {"greedy": {"bleu": 29.0}}, "fixture": {"greedy": {"bleu": 43.2}},
+               "test": {"bleu": 41.5}}
+    previous = previous_figures(earlier)
+    assert previous["sets"] == earlier["sets"] and previous["probe"] == earlier["probe"]
+    assert set(previous["label"]) == {"en", "zh"} and "test" not in previous
