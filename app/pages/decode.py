@@ -76,7 +76,9 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
         raise InputError("layer", f"layer must be between 0 and {len(trace.decoder) - 1}")
     ffn, ffn_ms = INTERPRETATIONS.get(engine, ("ffn", request.cache_key()), ffn_details,
                                       engine.translator, trace)
-    timed(response, model_ms + ffn_ms)
+    gradients, gradient_ms = INTERPRETATIONS.get(engine, ("gradients", request.cache_key()),
+                                                 gradient_flow, engine.translator, trace)
+    timed(response, model_ms + ffn_ms + gradient_ms)
     words = {
         "head": t("word.head", n="").strip(),
         "before_norm": t("legend.before_norm"),
@@ -93,9 +95,11 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
         "layers": len(trace.decoder),
         "steps": decode_steps(trace, request.layer, words, ffn["decoder"][request.layer]),
         "residual": residual_rows(trace),
+        "gradients": gradients,
         "figures": {
             "residual": residual_figure(trace, {name: t(f"res.{name}") for name in RES_WORDS}),
             "encoder_ffn": encoder_ffn_figure(trace, {name: t(f"res.{name}") for name in RES_WORDS}),
+            "gradients": gradient_figure(gradients, {name: t(f"res.{name}") for name in RES_WORDS}),
         },
         "beam": beam_tree(trace, words["step"],
                           {name: t(f"beam.legend.{name}") for name in
@@ -205,6 +209,62 @@ def ffn_details(translator: Translator, trace: Trace, top: int = TOP_UNITS) -> d
         return out
 
     return {"encoder": layers(encoder, "add_norm2"), "decoder": layers(decoder, "add_norm3")}
+
+
+def gradient_flow(translator: Translator, trace: Trace) -> list[dict]:
+    """The gradient of this translation's log-likelihood Σ log p(chosen character) — the
+    training loss, negated — at every sublayer's Add & Norm, in data-flow order. For x + F(x):
+    ‖∂L/∂(x + F(x))‖ is what reaches x unchanged through the shortcut, and ∂L/∂x minus that is
+    what comes back through the sublayer F. Weights are not touched (torch.autograd.grad)."""
+    labels = [step.id for step in trace.steps]
+    src = torch.tensor([trace.source_ids])
+    ids = [BOS_ID, *trace.target_ids][: len(trace.decoder_input)]
+    encoder: dict = {}
+    decoder: dict = {}
+    with torch.enable_grad():
+        memory = translator.model.encode(src, record=encoder)
+        logits = translator.model.decode(torch.tensor([ids]), memory, src, record=decoder)
+        log_probs = torch.log_softmax(logits[0, : len(labels)].float(), dim=-1)
+        total = log_probs[torch.arange(len(labels)), torch.tensor(labels)].sum()
+        places = [(side, index, sublayer, layer[add_norm])
+                  for side, record in (("encoder", encoder), ("decoder", decoder))
+                  for index, layer in enumerate(record["layers"])
+                  for sublayer, add_norm in SUBLAYERS[side]]
+        tensors = [t for *_, r in places for t in (r["residual"], r["sum"])]
+        grads = torch.autograd.grad(total, tensors, allow_unused=True)
+    rows = []
+    for number, (side, index, sublayer, _) in enumerate(places):
+        at_x, at_sum = grads[2 * number], grads[2 * number + 1]
+        at_x = torch.zeros_like(tensors[2 * number]) if at_x is None else at_x
+        at_sum = torch.zeros_like(at_x) if at_sum is None else at_sum
+        rows.append({"side": side, "layer": index, "sublayer": sublayer,
+                     "at_input": round(float(at_x.norm()), 5),
+                     "shortcut": round(float(at_sum.norm()), 5),
+                     "through_sublayer": round(float((at_x - at_sum).norm()), 5)})
+    return rows
+
+
+def gradient_figure(rows: list[dict], words: dict[str, str] | None = None) -> dict:
+    """Per sublayer (bottom of the model on the left): the gradient reaching its input x, split
+    into the part that came through the shortcut and the part through the sublayer."""
+    words = {**RES_WORDS, **(words or {})}
+    labels = [f"{words['enc' if r['side'] == 'encoder' else 'dec'].replace('{n}', str(r['layer'] + 1))}"
+              f" · {words[r['sublayer']]}" for r in rows]
+    data = [
+        {"type": "bar", "name": words["grad_shortcut"], "x": labels, "y": [r["shortcut"] for r in rows],
+         "marker": {"color": ORANGE}, "hovertemplate": "%{x}: %{y:.3f}<extra></extra>"},
+        {"type": "bar", "name": words["grad_sublayer"], "x": labels,
+         "y": [r["through_sublayer"] for r in rows], "marker": {"color": BLUE},
+         "hovertemplate": "%{x}: %{y:.3f}<extra></extra>"},
+        {"type": "scatter", "mode": "lines+markers", "name": words["grad_input"], "x": labels,
+         "y": [r["at_input"] for r in rows], "line": {"color": GREY},
+         "hovertemplate": "%{x}: %{y:.3f}<extra></extra>"},
+    ]
+    layout = base_layout("", 360, barmode="group", xaxis=category_axis(tickangle=-45),
+                         yaxis={"title": {"text": "‖∂L/∂·‖"}, "rangemode": "tozero"},
+                         legend={"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"},
+                         margin={"l": 50, "r": 10, "t": 70, "b": 120})
+    return {"data": data, "layout": layout}
 
 
 # -- figures --------------------------------------------------------------------------------------
@@ -487,7 +547,9 @@ RES_WORDS = {"enc": "Enc {n}", "dec": "Dec {n}", "self_attention": "self-attenti
              "cross_attention": "cross-attention", "ffn": "FFN", "stream": "‖x‖: the stream coming in",
              "sublayer": "‖sublayer(x)‖: what it adds", "normed": "‖LayerNorm(x + sublayer(x))‖",
              "ratio": "ratio", "share": "units firing", "top_unit": "most active unit",
-             "layer": "Layer {n}", "size": "size ‖·‖"}
+             "layer": "Layer {n}", "size": "size ‖·‖",
+             "grad_shortcut": "through the shortcut: ‖∂L/∂(x + F(x))‖",
+             "grad_sublayer": "back through the sublayer F", "grad_input": "total at x: ‖∂L/∂x‖"}
 SUBLAYERS = {"encoder": (("self_attention", "add_norm1"), ("ffn", "add_norm2")),
              "decoder": (("self_attention", "add_norm1"), ("cross_attention", "add_norm2"),
                          ("ffn", "add_norm3"))}

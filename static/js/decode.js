@@ -183,10 +183,23 @@
     });
   }
 
+  /** A chart with one category per sublayer; on a phone its labels stand upright and smaller. */
+  function plotSublayers(node, figure) {
+    if (node.clientWidth >= 600) return ITT.plot(node, figure);
+    const xaxis = Object.assign({}, figure.layout.xaxis, { tickangle: -90, tickfont: { size: 9 } });
+    return ITT.plot(node, { data: figure.data, layout: Object.assign({}, figure.layout, { xaxis }) });
+  }
+
   /** Residual stream vs sublayer output for every sublayer, and the encoder's FFNs. */
   function drawResidual() {
-    ITT.plot(document.getElementById("fig-residual"), data.figures.residual);
+    plotSublayers(document.getElementById("fig-residual"), data.figures.residual);
     ITT.plot(document.getElementById("fig-encoder_ffn"), data.figures.encoder_ffn);
+    plotSublayers(document.getElementById("fig-gradients"), data.figures.gradients);
+    const grads = data.gradients;
+    document.getElementById("gradient-summary").textContent = grads.length ? ITT.t("res.grad_summary", {
+      first: fixed(grads[0].at_input, 3), last: fixed(grads[grads.length - 1].at_input, 3), m: grads.length,
+      k: grads.filter((g) => g.shortcut > g.through_sublayer).length,
+    }) : "";
     const labels = data.figures.residual.data[0].x;
     const ratios = data.residual.map((row) => row.ratio);
     const low = ratios.indexOf(Math.min(...ratios));

@@ -198,3 +198,20 @@ def test_encoder_ffn_figure_is_the_traced_encoder(trace):
     assert heatmap["z"] == [block["ffn"]["active_share"] for block in trace.encoder]
     assert heatmap["text"][0] == [f"#{u[0]}" for u in trace.encoder[0]["ffn"]["top_units"]]
     assert len(heatmap["x"]) == len(trace.source_tokens)
+
+
+def test_gradient_flow_splits_the_gradient_at_every_sublayer(tiny_translator, trace):
+    rows = decode.gradient_flow(tiny_translator, trace)
+    assert len(rows) == len(decode.residual_rows(trace))
+    assert [(r["side"], r["layer"], r["sublayer"]) for r in rows] == [
+        (r["side"], r["layer"], r["sublayer"]) for r in decode.residual_rows(trace)]
+    for r in rows:
+        assert r["at_input"] > 0 and r["shortcut"] > 0
+        # ‖a + b‖ ≤ ‖a‖ + ‖b‖: the two parts really add up to the gradient at x
+        assert r["at_input"] <= r["shortcut"] + r["through_sublayer"] + 1e-4
+    assert all(p.grad is None for p in tiny_translator.model.parameters())  # weights untouched
+    figure = decode.gradient_figure(rows)
+    assert [d["y"] for d in figure["data"]] == [[r["shortcut"] for r in rows],
+                                                [r["through_sublayer"] for r in rows],
+                                                [r["at_input"] for r in rows]]
+

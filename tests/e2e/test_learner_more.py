@@ -60,6 +60,11 @@ def test_ffn_box_names_units_and_shows_its_output_and_the_encoder_is_shown(page,
     labels = page.evaluate("document.getElementById('fig-residual').data[0].x")
     assert sum("FFN" in label for label in labels) >= 2 and len(labels) >= 5
     assert page.locator("#residual-summary").text_content().strip()
+    # gradients from a real backward pass: shortcut, through the sublayer, and total, per sublayer
+    gradients = page.evaluate("document.getElementById('fig-gradients').data.map((d) => d.y)")
+    assert len(gradients) == 3 and len(gradients[0]) == len(labels)
+    assert all(value > 0 for value in gradients[2])
+    assert page.locator("#gradient-summary").text_content().strip()
     shot(page, "decode-ffn-residual")
 
 
