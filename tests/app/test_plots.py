@@ -63,7 +63,7 @@ FIGURE_ROUTES = [
 ]
 # What may stay in Latin letters in Chinese: symbols, names of methods and models, tokens.
 LATIN_ALLOWED = {"BLEU", "chrF", "LayerNorm", "ReLU", "Query", "Key", "Transformer", "GPT", "cos",
-                 "log", "ms", "softmax", "xW", "sublayer"}
+                 "log", "ms", "softmax", "xW", "sublayer", "RNN", "LSTM", "FFN"}
 
 
 def labels(figure: dict) -> list[str]:
