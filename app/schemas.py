@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-MAX_TEXT_CHARS = 200
+MAX_TEXT_CHARS = 600  # room for 128 source tokens (a long sentence of ~90 words)
 MAX_FORCED = 128
 MAX_SEED = 2**31 - 1
 # Below this, logits / temperature overflows float32 for confident steps (softmax turns to NaN);
@@ -40,7 +40,7 @@ class TranslateRequest(Strict):
         min_length=1, max_length=MAX_TEXT_CHARS, json_schema_extra=ENGLISH,
         examples=["The cat sits on the mat."],
         description=f"English text, 1–{MAX_TEXT_CHARS} characters with at least one Latin letter, "
-                    "and at most 64 tokens",
+                    "and at most 128 tokens",
     )
     strategy: Strategy = "greedy"
     temperature: float = Field(1.0, ge=MIN_TEMPERATURE, le=5,
@@ -48,7 +48,7 @@ class TranslateRequest(Strict):
     top_k: int | None = Field(None, ge=1, le=1000, description="sampling only; 1–1000")
     top_p: float | None = Field(None, gt=0, le=1, description="sampling only; (0, 1]")
     beam_size: int = Field(4, ge=1, le=8, description="beam search only; 1–8")
-    max_len: int = Field(64, ge=1, le=128, description="most Chinese tokens to produce; 1–128")
+    max_len: int = Field(128, ge=1, le=128, description="most Chinese tokens to produce; 1–128")
     seed: int | None = Field(None, ge=0, le=MAX_SEED, description="sampling seed")
 
     @field_validator("text")
@@ -157,7 +157,7 @@ class ErrorResponse(BaseModel):
 ERRORS = {
     422: {"model": ErrorResponse, "description": (
         "a field is out of its limits; the message names the field and the fix. Besides the "
-        "limits in the schema: the text must be at most 64 tokens, forced_prefix tokens must be "
+        "limits in the schema: the text must be at most 128 tokens, forced_prefix tokens must be "
         "in the model's Chinese vocabulary and no longer than max_len, and layer / head / query "
         "must be within the loaded model's sizes (GET /api/model)")},
     503: {"model": ErrorResponse, "description": (

@@ -59,7 +59,7 @@ def run(checkpoint, repeats: int = 30) -> dict:
 
 
 def worst_case(translator: Translator) -> dict:
-    """The most expensive request the API allows: 64 source tokens, beam 8, max_len 128."""
+    """The most expensive request the API allows: 128 source tokens, beam 8, max_len 128."""
     words = sentences(40, 3, offset=7)
     text = " ".join(words)
     while len(translator.english.encode(text)) > MAX_SOURCE_TOKENS:

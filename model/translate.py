@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top-k", type=int, default=None)
     parser.add_argument("--top-p", type=float, default=None)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-len", type=int, default=64)
+    parser.add_argument("--max-len", type=int, default=128)
     args = parser.parse_args(argv)
     try:
         translator = Translator.load(args.checkpoint)

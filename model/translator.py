@@ -45,7 +45,7 @@ from model.transformer import (
 )
 
 DEFAULT_CHECKPOINT = Path(__file__).parent / "checkpoints"
-MAX_SOURCE_TOKENS = 64
+MAX_SOURCE_TOKENS = 128  # the longest source the model was trained on
 CHECKPOINT_FILES = ("weights.safetensors", "config.json", "tokenizer_en.json", "vocab_zh.json")
 
 

@@ -231,7 +231,7 @@
       .catch((error) => ITT.showError(error.message));
   }
 
-  const DEFAULTS = { temperature: "1.0", top_k: "", top_p: "", seed: "0", max_len: "64", beam_size: "4" };
+  const DEFAULTS = { temperature: "1.0", top_k: "", top_p: "", seed: "0", max_len: "128", beam_size: "4" };
 
   /** Show the URL's settings in the form (also after the back button). */
   function syncForm(query) {

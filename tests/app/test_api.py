@@ -88,8 +88,8 @@ def test_forced_prefix_is_kept(app_client, tiny_translator):
 LIMITS = [
     ({"text": ""}, "text"),
     ({"text": "   \n\t "}, "text"),
-    ({"text": "x" * 201}, "text"),
-    ({"text": "cat " * 70}, "text"),  # 280 characters
+    ({"text": "x" * 601}, "text"),
+    ({"text": "cat " * 140}, "text"),  # 560 characters, but 141 tokens
     ({"text": "猫坐在垫子上"}, "text"),
     ({"text": "🙂🙂"}, "text"),
     ({"text": CAT, "temperature": 0}, "temperature"),
@@ -128,7 +128,7 @@ def test_limit_messages_say_the_limit(app_client):
     def message(body):
         return app_client.post("/api/trace", json=body).json()["message"]
 
-    assert "200" in message({"text": "x" * 201})
+    assert "600" in message({"text": "x" * 601})
     assert "5" in message({"text": CAT, "temperature": 9})
     assert "8" in message({"text": CAT, "beam_size": 9})
     assert "128" in message({"text": CAT, "max_len": 500})
@@ -136,10 +136,10 @@ def test_limit_messages_say_the_limit(app_client):
 
 
 def test_too_many_source_tokens(app_client):
-    text = "a " * 99  # 198 characters, 99 words: past the 64-token limit
+    text = "a " * 150  # 300 characters, 150 words: past the 128-token limit
     answer = app_client.post("/api/translate", json={"text": text}).json()
     assert answer["errors"][0]["field"] == "text"
-    assert "64" in answer["message"]
+    assert "128" in answer["message"]
 
 
 def test_mixed_text_is_translated(app_client):
@@ -171,6 +171,14 @@ def test_openapi_documents_the_limits(app_client):
     for path in ("/api/translate", "/api/trace", "/api/attention-detail", "/api/model", "/healthz"):
         assert path in spec["paths"]
     fields = spec["components"]["schemas"]["TraceRequest"]["properties"]
-    assert fields["text"]["maxLength"] == 200
+    assert fields["text"]["maxLength"] == 600
     assert fields["forced_prefix"]["maxItems"] == 128
     assert spec["components"]["schemas"]["TraceRequest"]["additionalProperties"] is False
+
+
+def test_a_long_sentence_up_to_128_tokens_translates(app_client):
+    """Inputs between 64 and 128 tokens used to be refused; the model now reads up to 128."""
+    text = " ".join(["The cat sits on the mat and the dog sleeps by the door."] * 4)
+    response = app_client.post("/api/translate", json={"text": text, "max_len": 8})
+    assert response.status_code == 200, response.text
+    assert 64 < len(response.json()["source_tokens"]) <= 128

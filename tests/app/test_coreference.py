@@ -43,7 +43,7 @@ def test_coreference_with_distractor(app_client):
     ({"text": WOMAN, "pronoun": "he", "referent": "woman"}, "pronoun"),
     ({"text": WOMAN, "pronoun": "she", "referent": "man"}, "referent"),
     ({"text": WOMAN, "pronoun": "she!", "referent": "woman"}, "query.pronoun"),
-    ({"text": "x" * 201, "pronoun": "she", "referent": "woman"}, "query.text"),
+    ({"text": "x" * 601, "pronoun": "she", "referent": "woman"}, "query.text"),
 ])
 def test_coreference_limits(app_client, params, field):
     assert field_of(app_client.get("/api/coreference", params=params)) == field

@@ -61,7 +61,7 @@ def test_refused_requests_leave_no_lock_behind(tiny_translator):
     from model.translator import InputError
 
     cache = Engine(tiny_translator, cache_size=4)
-    request = TranslateRequest(text="a " * 70)  # 140 characters but 71 tokens: the model refuses
+    request = TranslateRequest(text="a " * 150)  # 300 characters but 151 tokens: the model refuses
     with pytest.raises(InputError):
         cache.trace(request)
     assert cache._key_locks == {} and cache.model_calls == 0

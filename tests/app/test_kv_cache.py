@@ -30,7 +30,7 @@ def test_kv_cache_step_limits(app_client, params):
 
 
 def test_kv_cache_text_limits(app_client):
-    assert field_of(app_client.get("/api/kv-cache", params={"text": "a" * 201})) == "query.text"
+    assert field_of(app_client.get("/api/kv-cache", params={"text": "a" * 601})) == "query.text"
     assert field_of(app_client.get("/api/kv-cache", params={"text": "12345"})) == "query.text"
 
 

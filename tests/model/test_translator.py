@@ -105,8 +105,8 @@ def test_forced_prefix(tiny_translator):
 
 
 def test_too_many_source_tokens(tiny_translator):
-    with pytest.raises(InputError, match="64"):
-        tiny_translator.trace("cat " * 70)
+    with pytest.raises(InputError, match="128"):
+        tiny_translator.trace("cat " * 140)
 
 
 def test_score_equals_torch_cross_entropy(tiny_translator):

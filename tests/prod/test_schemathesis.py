@@ -1,7 +1,7 @@
 """Property-based API tests from /openapi.json (schemathesis): no 5xx, answers match the schema.
 
 Runs against the ASGI app on the tiny checkpoint, at most 30 generated examples per operation.
-The schema cannot say "English" or "at most 64 tokens" or "layer < the model's layer count", so a
+The schema cannot say "English" or "at most 128 tokens" or "layer < the model's layer count", so a
 422 is an acceptable answer to schema-valid data as well (it always names the field to fix).
 
 The operations are generated with schemathesis' own Hypothesis strategies and checked one
