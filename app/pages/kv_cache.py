@@ -44,7 +44,7 @@ KV_DIMS = 8  # dimensions of each cached K/V row the page shows
 class KVCacheQuery(TextQuery):
     steps: int = Field(32, ge=1, le=MAX_KV_STEPS,
                        description=f"tokens to generate in each run, 1–{MAX_KV_STEPS}")
-    runs: int = Field(5, ge=1, le=MAX_RUNS,
+    runs: int = Field(3, ge=1, le=MAX_RUNS,
                       description=f"races to time (1–{MAX_RUNS}); fewer are run when the first ones "
                                   f"already took {RACE_BUDGET_S:g} s, and the answer says how many")
     layer: int = Field(0, ge=0, le=63, description="decoder layer whose cached K/V rows are shown")
