@@ -21,7 +21,7 @@ from bench.server import LiveServer  # noqa: E402
 from model.translator import DEFAULT_CHECKPOINT  # noqa: E402
 
 PAGES = {
-    "pipeline": "/",
+    "pipeline": "/pipeline",
     "tokens": "/tokens",
     "embeddings": "/embeddings",
     "attention": "/attention",
