@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
@@ -36,6 +37,11 @@ class TransformerConfig:
     dropout: float = 0.1
     max_positions: int = 256
     tie_output: bool = True
+    # Options a converted model (e.g. a Hugging Face Marian model, model/marian.py) needs; the
+    # defaults are this project's own architecture, so older config.json files load unchanged.
+    activation: str = "relu"  # the FFN's non-linearity: relu, swish (= silu) or gelu
+    position_layout: str = "interleaved"  # sin/cos interleaved, or "halves": all sin, then all cos
+    scale_embedding: bool = True  # token vectors × √d_model before positions are added
 
     @property
     def d_head(self) -> int:
@@ -74,8 +80,18 @@ def decoder_self_mask(tgt_ids: Tensor) -> Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-def sinusoidal_positions(max_positions: int, d_model: int) -> Tensor:
-    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d))."""
+def sinusoidal_positions(max_positions: int, d_model: int, layout: str = "interleaved") -> Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)).
+
+    ``layout="halves"`` puts the same numbers as [sin…, cos…] (Marian's table, computed in float64
+    as Marian does, so it matches the Hugging Face table exactly).
+    """
+    if layout == "halves":
+        position = torch.arange(max_positions, dtype=torch.float64)[:, None]
+        angle = position / 10000 ** (2 * torch.arange(d_model // 2, dtype=torch.float64) / d_model)
+        return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1).float()
+    if layout != "interleaved":
+        raise ValueError(f"unknown position_layout {layout!r}")
     position = torch.arange(max_positions, dtype=torch.float32)[:, None]
     frequency = torch.exp(
         torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model)
@@ -92,12 +108,15 @@ class Embedding(nn.Module):
     def __init__(self, vocab_size: int, config: TransformerConfig):
         super().__init__()
         self.d_model = config.d_model
+        self.scale = math.sqrt(config.d_model) if config.scale_embedding else 1.0
         self.tokens = nn.Embedding(vocab_size, config.d_model, padding_idx=PAD_ID)
         nn.init.normal_(self.tokens.weight, mean=0.0, std=config.d_model**-0.5)
         with torch.no_grad():
             self.tokens.weight[PAD_ID].zero_()
         self.register_buffer(
-            "positions", sinusoidal_positions(config.max_positions, config.d_model), persistent=False
+            "positions",
+            sinusoidal_positions(config.max_positions, config.d_model, config.position_layout),
+            persistent=False,
         )
         self.dropout = nn.Dropout(config.dropout)
 
@@ -106,7 +125,7 @@ class Embedding(nn.Module):
     ) -> Tensor:
         """``token`` replaces the looked-up, scaled token vectors (attribution methods vary them)."""
         if token is None:
-            token = self.tokens(ids) * math.sqrt(self.d_model)
+            token = self.tokens(ids) * self.scale
         position = self.positions[offset : offset + ids.size(1)][None]
         summed = token + position
         if record is not None:
@@ -198,17 +217,24 @@ class MultiHeadAttention(nn.Module):
 # ---------------------------------------------------------------------------------------------
 
 
+ACTIVATIONS = {"relu": torch.relu, "swish": F.silu, "silu": F.silu, "gelu": F.gelu}
+
+
 class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W₁ + b₁) W₂ + b₂, applied to every position independently."""
+    """FFN(x) = max(0, x W₁ + b₁) W₂ + b₂, applied to every position independently
+    (another ``activation`` than ReLU replaces the max(0, ·), e.g. SiLU in Marian models)."""
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
+        if config.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}")
         self.linear1 = nn.Linear(config.d_model, config.d_ff)
         self.linear2 = nn.Linear(config.d_ff, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
+        self.activate = ACTIVATIONS[config.activation]
 
     def forward(self, x: Tensor, record: dict | None = None) -> Tensor:
-        hidden = torch.relu(self.linear1(x))
+        hidden = self.activate(self.linear1(x))
         if record is not None:
             record["hidden"] = hidden
         return self.linear2(self.dropout(hidden))

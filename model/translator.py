@@ -116,6 +116,13 @@ class Translator:
     def config(self) -> TransformerConfig:
         return self.model.config
 
+    @property
+    def about(self) -> dict:
+        """Which model this is and which languages it reads and writes (the pages name them)."""
+        return {"kind": "checkpoint", "name": self.path.name if self.path else "checkpoint",
+                "source": {"code": "en", "en": "English", "zh": "英语"},
+                "target": {"code": "zh", "en": "Chinese", "zh": "中文"}}
+
     @classmethod
     def load(cls, path: Path | str = DEFAULT_CHECKPOINT) -> Translator:
         path = Path(path)

@@ -71,3 +71,13 @@ def shipped_translator() -> Translator:
     if not (SHIPPED_CHECKPOINT / "weights.safetensors").is_file():
         pytest.fail("the shipped checkpoint is missing from model/checkpoints")
     return Translator.load(SHIPPED_CHECKPOINT)
+
+
+@pytest.fixture(scope="session")
+def tiny_marian(tmp_path_factory) -> Path:
+    """A tiny random Hugging Face Marian folder (tests/marian_folder.py), built without a download."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentencepiece")
+    from tests.marian_folder import make_tiny_marian
+
+    return make_tiny_marian(tmp_path_factory.mktemp("marian") / "opus-mt-en-zh-tiny")
