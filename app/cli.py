@@ -1,7 +1,7 @@
 """Start the web server: ``python -m app`` or ``inside-transformer serve`` (same flags).
 
-Flags override ``ITT_*`` environment variables (ITT_HOST, ITT_PORT, ITT_CHECKPOINT, ITT_WORKERS),
-which override the defaults in app/settings.py.
+Flags override ``ITT_*`` environment variables (ITT_HOST, ITT_PORT, ITT_CHECKPOINT, ITT_MODEL,
+ITT_WORKERS), which override the defaults in app/settings.py.
 """
 
 from __future__ import annotations
@@ -69,16 +69,19 @@ def parser(prog: str, with_command: bool) -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="port (default 8000, env ITT_PORT)")
     p.add_argument("--checkpoint", type=Path,
                    help="checkpoint folder (default model/checkpoints, env ITT_CHECKPOINT)")
+    p.add_argument("--model", help="serve this model instead: a local Hugging Face Marian folder "
+                   "(e.g. opus-mt-en-zh), a checkpoint folder, or a hub id (env ITT_MODEL)")
     p.add_argument("--workers", type=int, help="worker processes (default 1, env ITT_WORKERS)")
     return p
 
 
-def check_checkpoint(path: Path) -> str | None:
-    """Load the checkpoint once; the error message if it cannot be served, else None."""
-    from model.translator import CheckpointError, Translator
+def check_checkpoint(path: Path | str) -> str | None:
+    """Load the model once; the error message if it cannot be served, else None."""
+    from model.loading import load_translator
+    from model.translator import CheckpointError
 
     try:
-        Translator.load(path)
+        load_translator(path)
     except CheckpointError as error:
         return str(error)
     return None
@@ -98,10 +101,11 @@ def serve(argv: list[str] | None = None, prog: str = "python -m app",
                   http=HeaderTimeoutProtocol, limit_concurrency=settings.max_connections)
     if settings.workers == 1:
         from app.main import create_app
-        from model.translator import CheckpointError, Translator
+        from model.loading import load_translator
+        from model.translator import CheckpointError
 
         try:
-            translator = Translator.load(settings.checkpoint)
+            translator = load_translator(settings.model_source)
         except CheckpointError as error:
             p.exit(2, f"error: {error}\n")
         uvicorn.run(create_app(settings, translator), **common)
@@ -110,11 +114,12 @@ def serve(argv: list[str] | None = None, prog: str = "python -m app",
     # The supervisor checks the checkpoint in a child process, so it never holds torch or the
     # weights itself (~270 MB that no request would use).
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        error = pool.apply(check_checkpoint, (settings.checkpoint,))
+        error = pool.apply(check_checkpoint, (settings.model_source,))
     if error:
         p.exit(2, f"error: {error}\n")
     for name, value in settings.model_dump().items():
-        os.environ[f"ITT_{name.upper()}"] = str(value)
+        if value is not None:
+            os.environ[f"ITT_{name.upper()}"] = str(value)
     uvicorn.run("app.main:create_app", factory=True, workers=settings.workers, **common)
 
 

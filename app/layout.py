@@ -58,6 +58,7 @@ def render_page(request: Request, page: str, lang: str, **context) -> HTMLRespon
             "text": request.query_params.get("text", DEFAULT_TEXT)[:400],
             "config": translator.config,
             "strings": t.table,
+            "about": model_line(translator, t),
             **context,
         },
         headers={"Content-Language": lang, "Vary": "Accept-Language, Cookie"},
@@ -65,6 +66,25 @@ def render_page(request: Request, page: str, lang: str, **context) -> HTMLRespon
 
 
 @router.get("/lang/{code}")
+def model_line(translator, t: Translate) -> dict:
+    """What the footer says about the model being served: its name, kind and languages, and
+    whether its FFN uses another activation than the ReLU the pages describe."""
+    about = translator.about
+    lang = "zh" if t.lang == "zh" else "en"
+    config = translator.config
+    activation = {"swish": "SiLU", "silu": "SiLU", "gelu": "GELU"}.get(config.activation)
+    return {
+        "kind": about["kind"],
+        "name": about["name"],
+        "line": t(f"site.model_{'marian' if about['kind'] == 'marian' else 'ours'}",
+                  name=about["name"], source=about["source"][lang], target=about["target"][lang],
+                  layers=f"{config.n_encoder_layers}+{config.n_decoder_layers}",
+                  heads=config.n_heads,
+                  vocab=f"{about.get('vocab_size', translator.chinese.vocab_size):,}"),
+        "activation_note": t("site.model_activation", act=activation) if activation else "",
+    }
+
+
 def switch_language(code: str, next: str = Query("/", max_length=2000)) -> RedirectResponse:
     """Remember the chosen language in a cookie and go back to the page the reader was on."""
     target = next if _local(next) else "/"

@@ -28,6 +28,7 @@ from app.pages import (
 )
 from app.settings import Settings
 from model.translator import Translator, set_threads
+from model.loading import load_translator
 
 # Every page: app/pages/<page>.py, templates/<page>.html, static/js/<page>.js, app/locales/*/<page>.json.
 PAGES = [pipeline, tokens, embeddings, attention, coreference, decode, kv_cache, training, scale,
@@ -42,12 +43,12 @@ def create_app(settings: Settings | None = None, translator: Translator | None =
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        model = translator or Translator.load(settings.checkpoint)
+        model = translator or load_translator(settings.model_source)
         if settings.torch_threads:
             set_threads(settings.torch_threads)
         app.state.translator = model
         app.state.engine = Engine(model, settings.cache_size, settings.cache_mb, settings.max_queue)
-        log.info("loaded checkpoint %s", settings.checkpoint)
+        log.info("loaded %s", settings.model_source)
         yield
 
     app = FastAPI(

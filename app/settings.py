@@ -18,6 +18,14 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"  # loopback only by default; pass --host 0.0.0.0 to expose it
     port: int = Field(8000, ge=1, le=65535)
     checkpoint: Path = DEFAULT_CHECKPOINT  # folder with weights.safetensors, config.json, ...
+    # a model to serve instead: a local Hugging Face Marian folder (e.g. opus-mt-en-zh) or a
+    # checkpoint folder, or a hub id (downloaded only where the machine can reach the hub)
+    model: str | None = None
+
+    @property
+    def model_source(self) -> str:
+        """What to load: ``model`` if set, else ``checkpoint``."""
+        return self.model or str(self.checkpoint)
     workers: int = Field(1, ge=1, le=32)  # uvicorn worker processes; each loads the model once
     cache_size: int = Field(64, ge=1, le=4096)  # traces kept in memory (LRU), per process
     # ... and at most this many MB of them (estimated): one sampled trace at max_len 128 is ~25 MB

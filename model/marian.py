@@ -275,7 +275,9 @@ def hf_parameter_counts(hf_model) -> dict[str, int]:
         "decoder": size(hf.decoder.layers),
         # final_logits_bias is a fixed buffer in Marian, not a trained parameter
         "output_projection": 0 if tied else hf_model.lm_head.weight.numel(),
-        "total": hf_model.num_parameters(),
+        # each tensor once; not the fixed sinusoid tables, which Hugging Face stores as weights
+        "total": sum(p.numel() for name, p in hf_model.named_parameters()
+                     if "embed_positions" not in name),
     }
 
 

@@ -252,7 +252,7 @@ def _add_norm_block(module, record: dict, position: int) -> dict:
 
 def _ffn_block(module, x: torch.Tensor, output: torch.Tensor) -> dict:
     pre = module.linear1(x)
-    hidden = torch.relu(pre)
+    hidden = module.activate(pre)  # ReLU here; SiLU in Marian models
     return {
         "x": _vec(x),
         "pre": _vec(pre),
