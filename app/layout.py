@@ -31,6 +31,7 @@ NAV = [
     ("/training", "nav.training"),
     ("/scale", "nav.scale"),
     ("/tour", "nav.tour"),
+    ("/docs", "nav.docs"),
 ]
 EXAMPLES = [
     "The cat sits on the mat.",

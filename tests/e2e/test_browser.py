@@ -182,13 +182,6 @@ def test_narrow_window(browser, server):
     context.close()
 
 
-def test_api_docs_page(page, server):
-    page.goto(f"{server}/docs")
-    page.locator("#endpoints section").first.wait_for()
-    text = page.locator("#endpoints").text_content()
-    assert "POST /api/trace" in text and "forced_prefix" in text
-
-
 def test_the_mode_bar_only_downloads_a_png(page, server):
     """No Plotly logo, no cloud or edit links, no lasso/select tools: one PNG download button."""
     page.goto(f"{server}/pipeline?max_len=6")

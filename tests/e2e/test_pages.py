@@ -1,4 +1,4 @@
-"""Tokens, embeddings, coreference, training, KV cache, scale and tour in headless Chromium
+"""Tokens, embeddings, coreference, training, KV cache, scale, tour and the API page in headless Chromium
 against a real server on the tiny checkpoint: figures render, state lives in the URL, no console
 errors, no request leaves localhost."""
 
@@ -9,6 +9,8 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
+from app.i18n import strings
+from app.pages.kv_cache import MAX_KV_STEPS
 from tests.e2e.conftest import Watch, shot
 
 pytestmark = pytest.mark.e2e
@@ -164,6 +166,60 @@ def test_pages_in_chinese(browser, server):
         assert page.locator("h1").text_content() == "从这个模型到 GPT-4"
         assert "估计值" in page.locator("#gpt-models").text_content()
         shot(page, "scale-zh")
+    finally:
+        context.close()
+    watch.check()
+
+
+KV_OPERATION = "#operations-model-kv_cache_api_kv_cache_get"
+LONG_FOR_CURL = "The weather is nice today, so he gave her a flower because she was sad and tired."
+
+
+def open_kv_cache_in_swagger_ui(page, server: str, lang: str) -> None:
+    """/docs in ``lang``: wait for Swagger UI's operations, open GET /api/kv-cache, send it."""
+    page.goto(f"{server}/lang/{lang}?next=/docs")
+    page.locator("#swagger-ui .opblock").first.wait_for()
+    page.locator(f"{KV_OPERATION} .opblock-summary-control").click()
+    page.locator(f"{KV_OPERATION} .try-out__btn").click()
+    page.fill(f"{KV_OPERATION} tr[data-param-name=text] input", LONG_FOR_CURL)
+    page.fill(f"{KV_OPERATION} tr[data-param-name=steps] input", "4")
+    page.locator(f"{KV_OPERATION} .execute").click()
+    page.locator(f"{KV_OPERATION} .live-responses-table .response .response-col_status").wait_for()
+
+
+def test_api_docs_show_query_limits_and_try_it_out_stays_local(page, server):
+    """/docs is Swagger UI from this server: a GET endpoint's query parameters with their limits,
+    "Try it out" answering from this server; no CSP violation, no other host (the fixture checks)."""
+    open_kv_cache_in_swagger_ui(page, server, "en")
+    assert page.locator("header.site nav a[href='/docs']").get_attribute("aria-current") == "page"
+    steps = page.locator(f"{KV_OPERATION} tr[data-param-name=steps]").text_content()
+    assert "integer" in steps and f"maximum: {MAX_KV_STEPS}" in steps and "minimum: 1" in steps
+    assert "maxLength: 600" in page.locator(f"{KV_OPERATION} tr[data-param-name=text]").text_content()
+    status = page.locator(f"{KV_OPERATION} .live-responses-table .response .response-col_status")
+    assert status.text_content().strip() == "200"
+    answer = page.locator(f"{KV_OPERATION} .live-responses-table .microlight").first
+    assert '"steps": 4' in answer.text_content()
+    assert any(urlsplit(u).path == "/vendor/swagger-ui-bundle.js" for u in page.watch.urls)
+    assert any(urlsplit(u).path == "/api/kv-cache" for u in page.watch.urls)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_api_docs_fit_a_phone(browser, server, lang):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    watch = Watch()
+    page.on("console", lambda m: watch.errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: watch.errors.append(str(e)))
+    page.on("request", lambda r: watch.urls.append(r.url))
+    page.set_default_timeout(30_000)
+    try:
+        open_kv_cache_in_swagger_ui(page, server, lang)
+        # the curl command, the request URL and the JSON answer wrap or scroll inside their boxes
+        wide = "document.scrollingElement.scrollWidth - document.scrollingElement.clientWidth"
+        assert page.evaluate(wide) <= 0
+        assert page.locator("h1:visible").all_text_contents() == [strings(lang, "docs")["docs.title"]]
+        assert page.locator("#swagger-language").text_content() == strings(lang, "docs")["docs.english"]
+        shot(page, f"docs-390-{lang}")
     finally:
         context.close()
     watch.check()

@@ -94,6 +94,8 @@ def test_headers_on_api_static_and_docs(client):
         client.post("/api/translate", json=SENTENCE),
         client.get("/openapi.json"),
         client.get("/vendor/plotly.min.js"),
+        client.get("/vendor/swagger-ui-bundle.js"),
+        client.get("/vendor/swagger-ui.css"),
     ]
     static = sorted((ROOT / "static").rglob("*.*"))
     assert static
