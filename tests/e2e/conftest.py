@@ -32,17 +32,19 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(checkpoint: Path | None, log_name: str):
-    """``python -m app`` on a free loopback port (the shipped checkpoint when ``checkpoint`` is None);
-    yields its URL once /healthz answers, stops it afterwards. Its output goes to test-artifacts/."""
+def running_server(checkpoint: Path | None, log_name: str, flag: str = "--checkpoint"):
+    """``python -m app`` on a free loopback port (the shipped checkpoint when ``checkpoint`` is None;
+    ``flag="--model"`` serves it as a model folder, e.g. a Hugging Face Marian one); yields its URL
+    once /healthz answers, stops it afterwards. Its output goes to test-artifacts/."""
     port = free_port()
     ARTIFACTS.mkdir(exist_ok=True)
     log = ARTIFACTS / log_name
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ITT_ACCESS_LOG": "false"}
     env.pop("ITT_CHECKPOINT", None)
+    env.pop("ITT_MODEL", None)
     command = [sys.executable, "-m", "app", "--port", str(port)]
     if checkpoint is not None:
-        command += ["--checkpoint", str(checkpoint)]
+        command += [flag, str(checkpoint)]
     with log.open("w") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
