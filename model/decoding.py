@@ -2,8 +2,9 @@
 
 The encoder runs once; the decoder then produces one token per step. With ``use_cache=True``
 each layer keeps the keys and values of the positions already decoded (the KV cache), so a step
-feeds only the newest token. With ``use_cache=False`` every step re-runs the decoder over the whole
-prefix; both give the same tokens, which the tests check.
+feeds only the newest token; that step runs on ``model/lean.py``'s ``LeanDecoder`` (the same
+weights, nothing recorded). With ``use_cache=False`` every step re-runs the written-out decoder over
+the whole prefix; both give the same tokens, which the tests check.
 """
 
 from __future__ import annotations
@@ -14,17 +15,20 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from model.lean import LeanDecoder
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, Transformer
 
 STRATEGIES = ("greedy", "sample", "beam")
 NEVER_GENERATED = (PAD_ID, BOS_ID)  # the model may never output padding or a second <bos>
 
 
+_NEVER_GENERATED = torch.tensor(NEVER_GENERATED)
+
+
 def mask_special(logits: Tensor) -> Tensor:
-    """Logits with <pad> and <bos> removed from the choice (probability exactly 0)."""
-    logits = logits.clone()
-    logits[..., list(NEVER_GENERATED)] = float("-inf")
-    return logits
+    """Logits with <pad> and <bos> removed from the choice (probability exactly 0). A new tensor:
+    ``logits`` itself is left as it was."""
+    return logits.index_fill(-1, _NEVER_GENERATED, float("-inf"))
 
 
 @dataclass(frozen=True)
@@ -133,20 +137,32 @@ class IncrementalDecoder:
                         part["k"], part["v"] = part["k"][indices], part["v"][indices]
 
 
+def step_decoder(
+    model: Transformer, src_ids: Tensor, memory: Tensor, use_cache: bool, max_len: int
+) -> LeanDecoder | IncrementalDecoder:
+    """The decoder that ``generate`` steps: lean and cached, or written out and re-run each step."""
+    if use_cache:
+        return LeanDecoder(model, src_ids, memory, capacity=max_len + 1)
+    return IncrementalDecoder(model, src_ids, memory, use_cache=False)
+
+
 @torch.inference_mode()
 def generate(
     model: Transformer,
     src_ids: Tensor,
     options: DecodingOptions,
     forced_prefix: list[int] | None = None,
+    memory: Tensor | None = None,
 ) -> DecodeResult:
-    """Translate one source sentence (``src_ids`` of shape (1, S))."""
+    """Translate one source sentence (``src_ids`` of shape (1, S)). ``memory``, if given, is the
+    encoder's output for ``src_ids`` (a caller that already ran the encoder passes it)."""
     model.eval()
     forced = list(forced_prefix or [])
-    memory = model.encode(src_ids)
+    if memory is None:
+        memory = model.encode(src_ids)
     if options.strategy == "beam":
         return _beam_search(model, src_ids, memory, options, forced)
-    decoder = IncrementalDecoder(model, src_ids, memory, options.use_cache)
+    decoder = step_decoder(model, src_ids, memory, options.use_cache, options.max_len)
     generator = None
     if options.strategy == "sample":
         generator = torch.Generator().manual_seed(options.seed if options.seed is not None else 0)
@@ -180,7 +196,7 @@ def _beam_search(
     model: Transformer, src_ids: Tensor, memory: Tensor, options: DecodingOptions, forced: list[int]
 ) -> DecodeResult:
     beam = options.beam_size
-    decoder = IncrementalDecoder(model, src_ids, memory, options.use_cache)
+    decoder = step_decoder(model, src_ids, memory, options.use_cache, options.max_len)
     nodes = [BeamNode(step=0, token_id=BOS_ID, parent=-1, score=0.0)]
     live = [0]  # node index of each live hypothesis, aligned with the decoder's batch rows
     live_scores = torch.zeros(1)
@@ -247,7 +263,7 @@ def greedy_batch(model: Transformer, src_ids: Tensor, max_len: int = 64) -> list
     """Greedy decoding of a padded batch with the KV cache (used for dev/test evaluation)."""
     model.eval()
     memory = model.encode(src_ids)
-    decoder = IncrementalDecoder(model, src_ids, memory, use_cache=True)
+    decoder = LeanDecoder(model, src_ids, memory, capacity=max_len + 1)
     batch = src_ids.size(0)
     outputs = torch.full((batch, 0), PAD_ID, dtype=torch.long)
     done = torch.zeros(batch, dtype=torch.bool)

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from model.data import Pair, Splits, _english_key, load_pairs, split_pairs, vary_numbers
-from model.decoding import IncrementalDecoder
+from model.lean import LeanDecoder
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.train import MAX_SRC_TOKENS, MAX_TGT_TOKENS, bleu_chrf, pad, translate_batch
 from model.transformer import BOS_ID, EOS_ID, Transformer
@@ -97,7 +97,7 @@ def beam_batch(
     """
     model.eval()
     memory = model.encode(src_ids)  # (B, S, D)
-    decoder = IncrementalDecoder(model, src_ids, memory, use_cache=True)
+    decoder = LeanDecoder(model, src_ids, memory, capacity=max_len + 1)
     batch = src_ids.size(0)
     owner = list(range(batch))  # the sentence of each decoder row; a sentence's rows are adjacent
     prefixes: list[list[int]] = [[] for _ in range(batch)]  # tokens of each row's hypothesis

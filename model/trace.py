@@ -115,20 +115,32 @@ class Trace:
         }
 
 
+def _rounded_rows(digits: int, **rows: Tensor) -> dict:
+    """Several same-shaped tensors rounded in one conversion (the values are those of rounding each
+    alone; one numpy call instead of one per tensor is what makes it cheaper)."""
+    values = _round(torch.stack(list(rows.values())), digits)
+    return dict(zip(rows, values, strict=True))
+
+
 def add_norm_stats(record: dict) -> dict:
     """Per position: size of the residual stream before and after LayerNorm, plus sample values."""
     summed, normed = record["sum"][0], record["normed"][0]
     return {
-        "residual_norm": _round(record["residual"][0].norm(dim=-1), 3),
-        "sublayer_norm": _round(record["sublayer"][0].norm(dim=-1), 3),
-        "sum_mean": _round(summed.mean(dim=-1), 4),
-        "sum_std": _round(summed.std(dim=-1, unbiased=False), 4),
-        "sum_norm": _round(summed.norm(dim=-1), 3),
-        "normed_mean": _round(normed.mean(dim=-1), 4),
-        "normed_std": _round(normed.std(dim=-1, unbiased=False), 4),
-        "normed_norm": _round(normed.norm(dim=-1), 3),
-        "sum_sample": _round(summed[:, :SAMPLE_DIMS], 3),
-        "normed_sample": _round(normed[:, :SAMPLE_DIMS], 3),
+        **_rounded_rows(
+            3,
+            residual_norm=record["residual"][0].norm(dim=-1),
+            sublayer_norm=record["sublayer"][0].norm(dim=-1),
+            sum_norm=summed.norm(dim=-1),
+            normed_norm=normed.norm(dim=-1),
+        ),
+        **_rounded_rows(
+            4,
+            sum_mean=summed.mean(dim=-1),
+            sum_std=summed.std(dim=-1, unbiased=False),
+            normed_mean=normed.mean(dim=-1),
+            normed_std=normed.std(dim=-1, unbiased=False),
+        ),
+        **_rounded_rows(3, sum_sample=summed[:, :SAMPLE_DIMS], normed_sample=normed[:, :SAMPLE_DIMS]),
     }
 
 
@@ -139,8 +151,9 @@ def ffn_stats(record: dict, output_record: dict) -> dict:
     return {
         "d_ff": int(hidden.size(-1)),
         "active_share": _round((hidden > 0).float().mean(dim=-1), 4),
-        "hidden_norm": _round(hidden.norm(dim=-1), 3),
-        "output_norm": _round(output_record["sublayer"][0].norm(dim=-1), 3),
+        **_rounded_rows(
+            3, hidden_norm=hidden.norm(dim=-1), output_norm=output_record["sublayer"][0].norm(dim=-1)
+        ),
         "top_units": top.indices.tolist(),
         "top_values": _round(top.values, 3),
         "hidden_sample": _round(hidden[:, :SAMPLE_DIMS * 2], 3),
@@ -166,9 +179,9 @@ def pca_2d(states: list[Tensor]) -> list[list[list[float]]]:
     return [_round(chunk, 4) for chunk in torch.split(points, sizes)]
 
 
-def entropy(probs: Tensor) -> float:
-    p = probs.clamp_min(1e-12)
-    return float(-(probs * p.log()).sum())
+def entropy_per_row(probs: Tensor) -> list[float]:
+    """The entropy of every row of (T, V) probabilities, in nats."""
+    return (-(probs * probs.clamp_min(1e-12).log()).sum(dim=-1)).tolist()
 
 
 def asdict_list(items) -> list[dict]:

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from model.decoding import DecodingOptions, filter_distribution, generate, mask_special
+from model.lean import LeanDecoder
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.trace import (
     TOP_CANDIDATES,
@@ -30,7 +31,7 @@ from model.trace import (
     _round,
     add_norm_stats,
     embedding_data,
-    entropy,
+    entropy_per_row,
     ffn_stats,
     heads,
     pca_2d,
@@ -200,16 +201,16 @@ class Translator:
         if len(forced) > options.max_len:
             raise InputError("forced_prefix", "forced_prefix is longer than max_len")
         src = torch.tensor([src_list])
-        result = generate(self.model, src, options, forced_prefix=forced)
+        encoder_record: dict = {}
+        memory = self.model.encode(src, record=encoder_record)  # once: decoding reuses it
+        result = generate(self.model, src, options, forced_prefix=forced, memory=memory)
         output = result.tokens
         decoder_ids = [BOS_ID, *output]
         labels = output + ([EOS_ID] if result.finished else [])
         if not result.finished:  # the last position's prediction was cut off by max_len
             decoder_ids = decoder_ids[: len(labels)] if labels else [BOS_ID]
 
-        encoder_record: dict = {}
         decoder_record: dict = {}
-        memory = self.model.encode(src, record=encoder_record)
         logits = self.model.decode(
             torch.tensor([decoder_ids]), memory, src, record=decoder_record
         )[0]
@@ -291,28 +292,33 @@ class Translator:
             )
         else:
             sample_probs = probs
-        top = torch.topk(probs, k=min(TOP_CANDIDATES, probs.size(-1)), dim=-1)
+        count = len(labels)
+        top = torch.topk(probs[:count], k=min(TOP_CANDIDATES, probs.size(-1)), dim=-1)
+        label_index = torch.tensor(labels, dtype=torch.long)[:, None]
+        # every number as a list at once; the per-step loop below only assembles them
+        label_probs = probs[:count].gather(-1, label_index)[:, 0].tolist()
+        top_ids = top.indices.tolist()
+        top_probs = top.values.tolist()
+        top_sample = sample_probs[:count].gather(-1, top.indices).tolist()
+        entropies = entropy_per_row(probs[:count])
+        token = self.chinese.id_to_token
         steps = []
         for position, label in enumerate(labels):
-            p = probs[position]
+            p = label_probs[position]
             steps.append(
                 Step(
                     position=position,
-                    token=self.chinese.id_to_token(label),
+                    token=token(label),
                     id=label,
-                    prob=round(float(p[label]), 6),
-                    log_prob=round(math.log(max(float(p[label]), 1e-30)), 5),
-                    entropy=round(entropy(p), 5),
+                    prob=round(p, 6),
+                    log_prob=round(math.log(max(p, 1e-30)), 5),
+                    entropy=round(entropies[position], 5),
                     forced=position < n_forced,
                     top=[
-                        Candidate(
-                            token=self.chinese.id_to_token(i),
-                            id=i,
-                            prob=round(float(prob), 6),
-                            sample_prob=round(float(sample_probs[position, i]), 6),
-                        )
-                        for prob, i in zip(
-                            top.values[position].tolist(), top.indices[position].tolist(),
+                        Candidate(token=token(i), id=i, prob=round(prob, 6),
+                                  sample_prob=round(sample, 6))
+                        for i, prob, sample in zip(
+                            top_ids[position], top_probs[position], top_sample[position],
                             strict=True,
                         )
                     ],
@@ -375,24 +381,25 @@ class Translator:
         """Generate ``steps`` tokens greedily with and without the KV cache, timing every step.
 
         <eos> is suppressed so both runs do exactly ``steps`` steps however short the translation.
+        The cached run is the one translation uses (``LeanDecoder``: a preallocated cache, one new
+        position per step); the uncached run feeds the whole prefix through the decoder each step.
         """
         src = torch.tensor([self.source_ids(text)])
         memory = self.model.encode(src)
         runs = {}
         for use_cache in (True, False):
-            cache = self.model.new_cache() if use_cache else None
+            cached = LeanDecoder(self.model, src, memory, capacity=steps) if use_cache else None
             prefix = [BOS_ID]
             step_ms, positions = [], []
             for _ in range(steps):
                 started = time.perf_counter()
-                if use_cache:
-                    new = torch.tensor([[prefix[-1]]])
-                    logits = self.model.decode(new, memory, src, cache=cache, offset=len(prefix) - 1)
+                if cached is not None:
+                    last = cached.step(torch.tensor([prefix[-1]]))[0]
                     positions.append(1)
                 else:
                     logits = self.model.decode(torch.tensor([prefix]), memory, src)
+                    last = mask_special(logits[0, -1])
                     positions.append(len(prefix))
-                last = mask_special(logits[0, -1])
                 last[EOS_ID] = float("-inf")
                 prefix.append(int(last.argmax()))
                 step_ms.append((time.perf_counter() - started) * 1000)

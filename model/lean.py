@@ -1,0 +1,167 @@
+"""The decode step without the lesson: the same model, the same arithmetic, nothing recorded.
+
+``model/transformer.py`` writes attention out step by step (raw, scaled, masked scores, weights)
+and can record every intermediate, because the pages explain exactly that. Decoding does not
+need any of it: it needs the next token's logits, fast. ``LeanDecoder`` computes them from the
+same weights with fewer, larger operations:
+
+- Q, K and V of the masked self-attention come from one fused projection;
+- keys and values are written into a KV cache allocated once for the whole translation (no
+  ``torch.cat`` per step), and the cross-attention's K and V are projected from the encoder
+  output once;
+- attention is PyTorch's fused ``scaled_dot_product_attention`` (softmax(QKᵀ/√d_k)·V in one call).
+
+It has the interface of ``IncrementalDecoder`` (``step`` and ``reorder``), so greedy decoding,
+sampling, forcing and beam search run on it unchanged. The numbers the pages show still come from
+the written-out model (``Translator.trace`` replays the chosen tokens through it); the tests check
+that both paths choose the same tokens and give the same logits to 1e-5.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from model.transformer import PAD_ID, Transformer, padding_mask
+
+
+def _transposed(*linears: nn.Linear) -> tuple[Tensor, Tensor]:
+    """Weights as one contiguous (in, out) matrix and one bias: ``addmm(bias, x, weight)`` equals
+    ``linear(x)`` and, for a single row x, reads memory in the order the CPU streams fastest."""
+    weight = torch.cat([linear.weight for linear in linears]).t().contiguous()
+    return weight, torch.cat([linear.bias for linear in linears])
+
+
+@dataclass
+class _LayerWeights:
+    qkv: tuple[Tensor, Tensor]  # masked self-attention: W_q, W_k, W_v side by side
+    out: tuple[Tensor, Tensor]  # its W_o
+    cross_q: tuple[Tensor, Tensor]
+    cross_out: tuple[Tensor, Tensor]
+    ffn1: tuple[Tensor, Tensor]
+    ffn2: tuple[Tensor, Tensor]
+    norms: tuple[nn.LayerNorm, nn.LayerNorm, nn.LayerNorm]
+
+
+class _Weights:
+    """The decoder's weights rearranged for one-row steps, built once per model and rebuilt when a
+    parameter changes (training updates them in place, which bumps their version counters)."""
+
+    def __init__(self, model: Transformer):
+        self.versions = _versions(model)
+        self.layers = []
+        for layer in model.decoder_layers:
+            own, cross, ffn = layer.self_attention, layer.cross_attention, layer.ffn
+            self.layers.append(_LayerWeights(
+                qkv=_transposed(own.w_q, own.w_k, own.w_v), out=_transposed(own.w_o),
+                cross_q=_transposed(cross.w_q), cross_out=_transposed(cross.w_o),
+                ffn1=_transposed(ffn.linear1), ffn2=_transposed(ffn.linear2),
+                norms=(layer.add_norm1.norm, layer.add_norm2.norm, layer.add_norm3.norm),
+            ))
+        self.output = _transposed(model.output)
+
+
+def _versions(model: Transformer) -> list[int]:
+    return [parameter._version for parameter in model.parameters()]
+
+
+_WEIGHTS: weakref.WeakKeyDictionary[Transformer, _Weights] = weakref.WeakKeyDictionary()
+
+
+@torch.inference_mode()
+def _weights(model: Transformer) -> _Weights:
+    weights = _WEIGHTS.get(model)
+    if weights is None or weights.versions != _versions(model):
+        weights = _WEIGHTS[model] = _Weights(model)
+    return weights
+
+
+def _linear(x: Tensor, weight_bias: tuple[Tensor, Tensor]) -> Tensor:
+    weight, bias = weight_bias
+    return torch.addmm(bias, x, weight)
+
+
+@dataclass
+class _Cache:
+    keys: Tensor  # (B, H, capacity, d_head): the self-attention KV cache, filled up to ``length``
+    values: Tensor
+    cross_keys: Tensor  # (B, H, S, d_head): projected once from the encoder output
+    cross_values: Tensor
+
+
+class LeanDecoder:
+    """Feeds the decoder one token at a time with a preallocated KV cache; records nothing."""
+
+    def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, capacity: int):
+        from model.decoding import mask_special  # model.decoding imports this module
+
+        self.mask_special = mask_special
+        config = model.config
+        self.model = model
+        self.weights = _weights(model)
+        self.activate = model.decoder_layers[0].ffn.activate  # ReLU, or e.g. Marian's SiLU
+        self.heads, self.d_head, self.d_model = config.n_heads, config.d_head, config.d_model
+        self.capacity = capacity
+        self.length = 0  # positions already in the cache
+        # no padding in the source (one sentence, or beams of it): no mask to apply at all
+        self.src_mask = None if bool((src_ids != PAD_ID).all()) else padding_mask(src_ids)
+        batch = src_ids.size(0)
+        shape = (batch, self.heads, capacity, self.d_head)
+        self.caches = [
+            _Cache(
+                keys=memory.new_empty(shape), values=memory.new_empty(shape),
+                cross_keys=self._heads(layer.cross_attention.w_k(memory)),
+                cross_values=self._heads(layer.cross_attention.w_v(memory)),
+            )
+            for layer in model.decoder_layers
+        ]
+
+    def _heads(self, x: Tensor) -> Tensor:
+        """(B, L, D) → (B, H, L, d_head)."""
+        return x.view(x.size(0), x.size(1), self.heads, self.d_head).transpose(1, 2)
+
+    def step(self, new_ids: Tensor) -> Tensor:
+        """Append ``new_ids`` (B,) and return the logits for the next position (B, V)."""
+        position = self.length
+        if position >= self.capacity:
+            raise ValueError(f"the KV cache holds {self.capacity} positions")
+        embedding = self.model.tgt_embedding
+        y = (F.embedding(new_ids, embedding.tokens.weight) * embedding.scale
+             + embedding.positions[position])  # (B, D): one new position per row
+        batch, heads, d_head = y.size(0), self.heads, self.d_head
+        end = position + 1
+        for weights, cache in zip(self.weights.layers, self.caches, strict=True):
+            norm1, norm2, norm3 = weights.norms
+            q, k, v = _linear(y, weights.qkv).view(batch, 3, heads, 1, d_head).unbind(1)
+            cache.keys[:, :, position : end] = k
+            cache.values[:, :, position : end] = v
+            attended = F.scaled_dot_product_attention(
+                q, cache.keys[:, :, :end], cache.values[:, :, :end]
+            )
+            y = norm1(y + _linear(attended.view(batch, self.d_model), weights.out))
+            crossed = F.scaled_dot_product_attention(
+                _linear(y, weights.cross_q).view(batch, heads, 1, d_head),
+                cache.cross_keys, cache.cross_values, attn_mask=self.src_mask,
+            )
+            y = norm2(y + _linear(crossed.view(batch, self.d_model), weights.cross_out))
+            y = norm3(y + _linear(self.activate(_linear(y, weights.ffn1)), weights.ffn2))
+        self.length = end
+        return self.mask_special(_linear(y, self.weights.output))
+
+    def reorder(self, indices: Tensor) -> None:
+        """Keep only the hypotheses at ``indices`` (beam search): rows may repeat or vanish."""
+        filled = self.length
+        for cache in self.caches:
+            for name in ("keys", "values"):
+                old = getattr(cache, name)
+                new = old.new_empty((len(indices), *old.shape[1:]))
+                new[:, :, :filled] = old[indices, :, :filled]
+                setattr(cache, name, new)
+            cache.cross_keys = cache.cross_keys[indices]
+            cache.cross_values = cache.cross_values[indices]
+        if self.src_mask is not None:
+            self.src_mask = self.src_mask[indices]
