@@ -20,6 +20,7 @@ that both paths choose the same tokens and give the same logits to 1e-5.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -43,6 +44,7 @@ class _LayerWeights:
     cross_q: tuple[Tensor, Tensor]
     cross_out: tuple[Tensor, Tensor]
     ffn1: tuple[Tensor, Tensor]
+    activate: Callable[[Tensor], Tensor]  # the FFN's non-linearity (ReLU here, SiLU in Marian)
     ffn2: tuple[Tensor, Tensor]
     norms: tuple[nn.LayerNorm, nn.LayerNorm, nn.LayerNorm]
 
@@ -59,7 +61,7 @@ class _Weights:
             self.layers.append(_LayerWeights(
                 qkv=_transposed(own.w_q, own.w_k, own.w_v), out=_transposed(own.w_o),
                 cross_q=_transposed(cross.w_q), cross_out=_transposed(cross.w_o),
-                ffn1=_transposed(ffn.linear1), ffn2=_transposed(ffn.linear2),
+                ffn1=_transposed(ffn.linear1), activate=ffn.activate, ffn2=_transposed(ffn.linear2),
                 norms=(layer.add_norm1.norm, layer.add_norm2.norm, layer.add_norm3.norm),
             ))
         self.output = _transposed(model.output)

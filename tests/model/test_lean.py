@@ -7,6 +7,8 @@ the shipped checkpoint, and a rebuilt weight layout once training changes a para
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -22,10 +24,13 @@ CONFIG = TransformerConfig(
 )
 
 
-@pytest.fixture
-def model():
+@pytest.fixture(params=["ours", "marian-like"])
+def model(request):
+    """Our architecture, and the options a converted Marian model uses (SiLU, [sin…, cos…])."""
     torch.manual_seed(3)
-    return Transformer(CONFIG).eval()
+    if request.param == "ours":
+        return Transformer(CONFIG).eval()
+    return Transformer(replace(CONFIG, activation="swish", position_layout="halves")).eval()
 
 
 def written_out_generate(model, src, options):
