@@ -19,7 +19,13 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from model.decoding import DecodingOptions, filter_distribution, generate, mask_special
+from model.decoding import (
+    DecodeResult,
+    DecodingOptions,
+    filter_distribution,
+    generate,
+    mask_special,
+)
 from model.lean import LeanDecoder
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.trace import (
@@ -94,6 +100,15 @@ class Score:
     clipped_grad_norm: float  # after clipping to ``clip``
     clip: float
     unknown_characters: list[str]
+
+
+def _replay_positions(result: DecodeResult) -> tuple[list[int], list[int]]:
+    """The decoder input that replays a decoded translation, and the token each position chose."""
+    labels = result.tokens + ([EOS_ID] if result.finished else [])
+    decoder_ids = [BOS_ID, *result.tokens]
+    if not result.finished:  # the last position's prediction was cut off by max_len
+        decoder_ids = decoder_ids[: len(labels)] if labels else [BOS_ID]
+    return decoder_ids, labels
 
 
 class Translator:
@@ -180,10 +195,20 @@ class Translator:
 
     # -- translation and tracing -----------------------------------------------------------
 
+    @torch.inference_mode()
     def translate(self, text: str, options: DecodingOptions | None = None) -> Translation:
-        trace = self.trace(text, options)
+        """The translation and its per-step probabilities: ``trace`` without the recording (the
+        same passes through the same model, so the same numbers)."""
+        options = options or DecodingOptions()
+        src_list = self.source_ids(text)
+        src = torch.tensor([src_list])
+        memory = self.model.encode(src)
+        result = generate(self.model, src, options, memory=memory)
+        decoder_ids, labels = _replay_positions(result)
+        logits = self.model.decode(torch.tensor([decoder_ids]), memory, src)[0]
         return Translation(
-            text, trace.translation, trace.source_tokens, trace.target_tokens, trace.steps
+            text, self.chinese.decode(result.tokens), self.source_tokens(src_list),
+            self.target_tokens(result.tokens), self._steps(mask_special(logits), labels, options, 0),
         )
 
     @torch.inference_mode()
@@ -205,10 +230,7 @@ class Translator:
         memory = self.model.encode(src, record=encoder_record)  # once: decoding reuses it
         result = generate(self.model, src, options, forced_prefix=forced, memory=memory)
         output = result.tokens
-        decoder_ids = [BOS_ID, *output]
-        labels = output + ([EOS_ID] if result.finished else [])
-        if not result.finished:  # the last position's prediction was cut off by max_len
-            decoder_ids = decoder_ids[: len(labels)] if labels else [BOS_ID]
+        decoder_ids, labels = _replay_positions(result)
 
         decoder_record: dict = {}
         logits = self.model.decode(

@@ -133,3 +133,17 @@ def test_kv_cache_race_is_identical(tiny_translator):
     assert race["cached_positions"] == [1] * 10
     assert race["uncached_positions"] == list(range(1, 11))
     assert len(race["tokens"]) == 10
+
+
+@pytest.mark.parametrize("options", [DecodingOptions(), DecodingOptions(strategy="beam", beam_size=3),
+                                     DecodingOptions(strategy="sample", seed=4, top_k=5),
+                                     DecodingOptions(max_len=3)], ids=["greedy", "beam", "sample", "cut"])
+def test_translate_is_the_trace_without_the_recording(tiny_translator, options):
+    """translate() skips the recording, not the arithmetic: the same tokens and step numbers."""
+    for text in ("the cat sits on the mat", "a dog runs", "I like tea very much"):
+        translation = tiny_translator.translate(text, options)
+        trace = tiny_translator.trace(text, options)
+        assert translation.translation == trace.translation
+        assert translation.target_tokens == trace.target_tokens
+        assert translation.source_tokens == trace.source_tokens
+        assert translation.steps == trace.steps
