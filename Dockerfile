@@ -4,7 +4,16 @@
 #   docker run --rm -p 8000:8000 inside-transformer          # then open http://localhost:8000
 #
 # Settings are ITT_* environment variables (see app/settings.py), e.g. -e ITT_WORKERS=2.
+#
+# A pretrained Hugging Face Marian model (e.g. Helsinki-NLP/opus-mt-en-zh) instead: build with the
+# optional packages, then mount the model folder and point ITT_MODEL at it (README: "Use a real
+# pretrained model"):
+#   docker build --build-arg WITH_HF=1 -t inside-transformer:hf .
+#   docker run --rm -p 8000:8000 -v "$PWD/opus-mt-en-zh:/models/opus-mt-en-zh:ro" \
+#       -e ITT_MODEL=/models/opus-mt-en-zh inside-transformer:hf
 FROM python:3.11-slim
+# 1: also install transformers + sentencepiece (the "hf" extra), at the dev lock's versions
+ARG WITH_HF=0
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -17,8 +26,11 @@ RUN pip install "torch==2.13.0+cpu" --index-url https://download.pytorch.org/whl
 
 WORKDIR /srv/inside-transformer
 # every other package exactly as locked (hashes checked); torch is already satisfied
-COPY requirements.lock ./
-RUN pip install --require-hashes -r requirements.lock
+COPY requirements.lock requirements-dev.lock ./
+RUN pip install --require-hashes -r requirements.lock \
+    && if [ "$WITH_HF" = "1" ]; then \
+         pip install -c requirements-dev.lock transformers sentencepiece; \
+       fi
 COPY pyproject.toml README.md ./
 COPY model/ model/
 COPY app/ app/

@@ -206,7 +206,8 @@
     let reference = ITT.params().get("reference") || referenceInput.dataset.human || "";
     if (!reference) {
       const translation = await ITT.api("/api/translate", { text });
-      reference = translation.translation;
+      // the reference field takes 200 characters; a long (or never-ending) output is cut there
+      reference = translation.translation.slice(0, referenceInput.maxLength > 0 ? referenceInput.maxLength : 200).trim();
     }
     referenceInput.value = reference;
     const history = drawHistory();
