@@ -124,23 +124,18 @@ def _rounded_rows(digits: int, **rows: Tensor) -> dict:
 
 def add_norm_stats(record: dict) -> dict:
     """Per position: size of the residual stream before and after LayerNorm, plus sample values."""
-    summed, normed = record["sum"][0], record["normed"][0]
+    # (4, T, D): the four vectors of every position, so each statistic is one call for all four
+    vectors = torch.stack([record[name][0] for name in ("residual", "sublayer", "sum", "normed")])
+    norms = _round(vectors.norm(dim=-1), 3)
+    moments = _round(torch.stack([vectors[2:].mean(dim=-1),
+                                  vectors[2:].std(dim=-1, unbiased=False)]), 4)
+    samples = _round(vectors[2:, :, :SAMPLE_DIMS], 3)
     return {
-        **_rounded_rows(
-            3,
-            residual_norm=record["residual"][0].norm(dim=-1),
-            sublayer_norm=record["sublayer"][0].norm(dim=-1),
-            sum_norm=summed.norm(dim=-1),
-            normed_norm=normed.norm(dim=-1),
-        ),
-        **_rounded_rows(
-            4,
-            sum_mean=summed.mean(dim=-1),
-            sum_std=summed.std(dim=-1, unbiased=False),
-            normed_mean=normed.mean(dim=-1),
-            normed_std=normed.std(dim=-1, unbiased=False),
-        ),
-        **_rounded_rows(3, sum_sample=summed[:, :SAMPLE_DIMS], normed_sample=normed[:, :SAMPLE_DIMS]),
+        "residual_norm": norms[0], "sublayer_norm": norms[1],
+        "sum_norm": norms[2], "normed_norm": norms[3],
+        "sum_mean": moments[0][0], "sum_std": moments[1][0],
+        "normed_mean": moments[0][1], "normed_std": moments[1][1],
+        "sum_sample": samples[0], "normed_sample": samples[1],
     }
 
 
