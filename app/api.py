@@ -15,6 +15,7 @@ from fastapi import APIRouter, Response
 from app.deps import EngineDep, TranslatorDep
 from app.schemas import (
     ERRORS,
+    TRACE_ERRORS,
     Health,
     ModelInfo,
     TraceRequest,
@@ -96,7 +97,7 @@ def translate(request: TranslateRequest, engine: EngineDep, response: Response) 
     }
 
 
-@router.post("/api/trace", responses=ERRORS, tags=["model"])
+@router.post("/api/trace", responses=TRACE_ERRORS, tags=["model"])
 def trace(request: TraceRequest, engine: EngineDep) -> Response:
     """Everything recorded inside one translation: embeddings, every attention matrix
     (``encoder[layer].self_attention[head][query][key]``, ``decoder[layer].self_attention`` T×T,

@@ -26,9 +26,10 @@ from app.pages import (
     training,
     xray,
 )
+from app.schemas import model_schema
 from app.settings import Settings
-from model.translator import Translator, set_threads
 from model.loading import load_translator
+from model.translator import Translator, set_threads
 
 # Every page: app/pages/<page>.py, templates/<page>.html, static/js/<page>.js, app/locales/*/<page>.json.
 PAGES = [pipeline, tokens, embeddings, attention, coreference, decode, kv_cache, training, scale,
@@ -73,4 +74,16 @@ def create_app(settings: Settings | None = None, translator: Translator | None =
 
     app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
     middleware.install(app, settings)
+    app.openapi = lambda: openapi(app)
     return app
+
+
+def openapi(app: FastAPI) -> dict:
+    """/openapi.json with the loaded model's limits (layer and head maxima, the Chinese vocabulary
+    forced_prefix draws from); before start-up, FastAPI's schema with the static limits."""
+    translator = getattr(app.state, "translator", None)
+    if translator is None:
+        return FastAPI.openapi(app)
+    if getattr(app.state, "openapi", None) is None:
+        app.state.openapi = model_schema(FastAPI.openapi(app), translator)
+    return app.state.openapi

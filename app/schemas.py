@@ -4,17 +4,27 @@ a page's own request schemas live in its module (``app/pages/<page>.py``).
 Non-English input: the model only knows English sub-words, so text without a single Latin letter
 (Chinese, emoji, digits only) is rejected with a 422 that says English is expected. Text that mixes
 English with other characters is translated; unknown pieces become <unk>.
+
+/openapi.json states every rule a JSON schema can express (patterns, and maxima taken from the
+loaded model by ``model_schema()``); each operation's 422 description lists the rest.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 import unicodedata
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-MAX_TEXT_CHARS = 600  # room for 128 source tokens (a long sentence of ~90 words)
+if TYPE_CHECKING:
+    from model.translator import Translator
+
+# Room for 128 source tokens of ordinary words (~90 of them). Not a guarantee: a digit or a
+# punctuation mark is a token of its own, so 600 characters can be up to 600 tokens; the token
+# limit is checked after tokenizing and stated in the 422 descriptions (TOKENS_RULE).
+MAX_TEXT_CHARS = 600
 MAX_FORCED = 128
 MAX_SEED = 2**31 - 1
 # Below this, logits / temperature overflows float32 for confident steps (softmax turns to NaN);
@@ -22,15 +32,37 @@ MAX_SEED = 2**31 - 1
 MIN_TEMPERATURE = 0.05
 LATIN_LETTER = re.compile(r"[A-Za-z]")
 # The rule in the schema (a JSON-schema pattern matches anywhere in the string); the validator
-# below enforces it with a message that says English is expected.
+# below enforces it, on the text as sent, with a message that says English is expected.
 ENGLISH = {"pattern": LATIN_LETTER.pattern}
 
+# A field whose limit depends on the loaded model carries this mark; model_schema() replaces it by
+# the checkpoint's own maximum (or, for Chinese tokens, its vocabulary) in /openapi.json.
+MODEL_LIMIT = "x-model-limit"
+
+
+def model_limit(name: str) -> dict:
+    return {MODEL_LIMIT: name}
+
+
 Strategy = Literal["greedy", "sample", "beam"]
-TargetToken = Annotated[str, Field(min_length=1, max_length=8)]
+TargetToken = Annotated[str, Field(min_length=1, max_length=8,
+                                   json_schema_extra=model_limit("chinese_token"))]
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)  # false is not 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def whole_numbers(cls, data):
+        """JSON Schema's ``integer`` includes 2.0, so an integer field takes a whole float too
+        (strict mode alone would refuse it; it still refuses true, "2" and 2.5)."""
+        if not isinstance(data, dict):
+            return data
+        integers = {name for name, field in cls.model_fields.items()
+                    if field.annotation in (int, int | None)}
+        return {key: int(value) if key in integers and type(value) is float and value.is_integer()
+                else value for key, value in data.items()}
 
 
 class TranslateRequest(Strict):
@@ -54,12 +86,10 @@ class TranslateRequest(Strict):
     @field_validator("text")
     @classmethod
     def english_text(cls, text: str) -> str:
-        text = " ".join(unicodedata.normalize("NFC", text).split())
-        if not text:
-            raise ValueError("text must not be empty or only whitespace")
+        # checked before NFC, as the schema's pattern is: "A" + U+0300 composes to "À"
         if not LATIN_LETTER.search(text):
             raise ValueError("text must be English: the model reads English and writes Chinese")
-        return text
+        return " ".join(unicodedata.normalize("NFC", text).split())
 
     def cache_key(self) -> tuple:
         """The same translation → the same key: options a strategy ignores are dropped."""
@@ -152,15 +182,72 @@ class ErrorResponse(BaseModel):
     errors: list[ErrorItem] = []
 
 
-# Every answer a model route can give besides 200, so a client generated from /openapi.json
-# knows them. The 422 also covers rules a JSON schema cannot state.
-ERRORS = {
-    422: {"model": ErrorResponse, "description": (
-        "a field is out of its limits; the message names the field and the fix. Besides the "
-        "limits in the schema: the text must be at most 128 tokens, forced_prefix tokens must be "
-        "in the model's Chinese vocabulary and no longer than max_len, and layer / head / query "
-        "must be within the loaded model's sizes (GET /api/model)")},
-    503: {"model": ErrorResponse, "description": (
-        "the model is busy with other requests (Retry-After: seconds until there should be room) "
-        "or could not answer within the time limit")},
-}
+# The rules a JSON schema cannot state (they depend on the tokenizer, on another field or on the
+# translation itself); each operation lists its own in its 422 description.
+TOKENS_RULE = ("text must be at most 128 tokens once split into the model's English sub-words "
+               f"({MAX_TEXT_CHARS} characters of ordinary words fit; every digit and punctuation "
+               "mark is a token of its own)")
+FORCED_RULE = "forced_prefix must have no more tokens than max_len"
+
+
+def errors(*rules: str) -> dict:
+    """Every answer a model route can give besides 200, so a client generated from /openapi.json
+    knows them; the 422 names the rules its schema cannot state."""
+    described = "a field is out of its limits; the message names the field and the fix."
+    if rules:
+        described += " Besides the schema: " + "; ".join(rules) + "."
+    return {
+        422: {"model": ErrorResponse, "description": described},
+        503: {"model": ErrorResponse, "description": (
+            "the model is busy with other requests (Retry-After: seconds until there should be "
+            "room) or could not answer within the time limit")},
+    }
+
+
+ERRORS = errors(TOKENS_RULE)  # a sentence to translate
+TRACE_ERRORS = errors(TOKENS_RULE, FORCED_RULE)  # a sentence with decoding options (TraceRequest)
+
+
+def model_limits(translator: Translator) -> dict[str, int]:
+    """The largest index each model-limited field may take with this checkpoint."""
+    config = translator.config
+    return {
+        "decoder_layer": config.n_decoder_layers - 1,
+        "layer": max(config.n_encoder_layers, config.n_decoder_layers) - 1,  # the 422 says which
+        "head": config.n_heads - 1,
+    }
+
+
+def chinese_tokens(translator: Translator) -> list[str]:
+    """What forced_prefix may hold: the Chinese vocabulary, <eos> and <unk> (not <pad>, <bos>)."""
+    specials = {"<pad>", "<bos>", "<eos>", "<unk>"}
+    return [t for t in translator.chinese.vocabulary if t not in specials] + ["<eos>", "<unk>"]
+
+
+def model_schema(schema: dict, translator: Translator) -> dict:
+    """The OpenAPI schema with the loaded model's limits where a field is marked ``model_limit``:
+    index maxima from its config, and forced_prefix items as one ``ChineseToken`` enum."""
+    schema = copy.deepcopy(schema)
+    maxima = model_limits(translator)
+
+    def visit(node) -> None:
+        if isinstance(node, dict):
+            name = node.pop(MODEL_LIMIT, None)
+            if name == "chinese_token":
+                node.clear()
+                node["$ref"] = "#/components/schemas/ChineseToken"
+            elif name is not None:
+                node["maximum"] = maxima[name]
+            for value in node.values():
+                visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                visit(value)
+
+    visit(schema)
+    schema.setdefault("components", {}).setdefault("schemas", {})["ChineseToken"] = {
+        "type": "string", "enum": chinese_tokens(translator), "title": "ChineseToken",
+        "description": "one token of the loaded model's Chinese vocabulary (one character, "
+                       "or <eos> / <unk>)",
+    }
+    return schema

@@ -13,7 +13,7 @@ from app.api import summary, timed
 from app.deps import EngineDep, LanguageDep, page_text
 from app.layout import render_page
 from app.plots import BLUE, GREY, ORANGE, attention_heatmap, base_layout, category_axis, unique_labels
-from app.schemas import ERRORS, TraceRequest
+from app.schemas import FORCED_RULE, TOKENS_RULE, TRACE_ERRORS, TraceRequest, errors, model_limit
 from model.trace import Trace
 from model.translator import InputError
 
@@ -34,12 +34,24 @@ AttentionKind = Literal["encoder", "decoder_self", "cross"]
 
 class AttentionDetailRequest(TraceRequest):
     kind: AttentionKind
-    layer: int = Field(ge=0, le=63, description="0-based layer index")
-    head: int = Field(ge=0, le=63, description="0-based head index")
+    layer: int = Field(ge=0, le=63, json_schema_extra=model_limit("layer"),
+                       description="0-based layer index (of the encoder for kind=encoder, else of "
+                                   "the decoder)")
+    head: int = Field(ge=0, le=63, json_schema_extra=model_limit("head"),
+                      description="0-based head index")
 
 
 class AttentionStagesRequest(AttentionDetailRequest):
-    query: int = Field(0, ge=0, le=255, description="the query row to follow (0-based)")
+    query: int = Field(0, ge=0, le=255,
+                       description="the query row to follow (0-based): below the number of source "
+                                   "tokens for kind=encoder, of decoder input tokens otherwise")
+
+
+LAYER_RULE = "layer must be below the number of layers of the stack kind reads (GET /api/model)"
+DETAIL_ERRORS = errors(TOKENS_RULE, FORCED_RULE, LAYER_RULE)
+STAGES_ERRORS = errors(TOKENS_RULE, FORCED_RULE, LAYER_RULE,
+                       "query must be below the number of rows of that attention: the source "
+                       "tokens (with <eos>) for kind=encoder, the decoder input tokens otherwise")
 
 
 # -- routes ---------------------------------------------------------------------------------------
@@ -50,7 +62,7 @@ def page(request: Request, lang: LanguageDep) -> HTMLResponse:
     return render_page(request, "attention", lang)
 
 
-@router.post("/api/figures/attention", responses=ERRORS, tags=["figures"])
+@router.post("/api/figures/attention", responses=TRACE_ERRORS, tags=["figures"])
 def attention_figures(request: TraceRequest, engine: EngineDep, t: PageText,
                       response: Response) -> dict:
     """Every head of every layer for the three kinds of attention (Plotly JSON)."""
@@ -63,7 +75,7 @@ def attention_figures(request: TraceRequest, engine: EngineDep, t: PageText,
     }
 
 
-@router.post("/api/attention-detail", responses=ERRORS, tags=["model"])
+@router.post("/api/attention-detail", responses=DETAIL_ERRORS, tags=["model"])
 def attention_detail(request: AttentionDetailRequest, engine: EngineDep, response: Response) -> dict:
     """One head of one layer, stage by stage: Q, K, V, q·k, ÷√d_k, mask, softmax, weighted sum."""
     trace, model_ms = engine.trace(request)
@@ -77,7 +89,7 @@ def attention_detail(request: AttentionDetailRequest, engine: EngineDep, respons
     return trace.attention_detail(request.kind, request.layer, request.head)
 
 
-@router.post("/api/figures/attention-detail", responses=ERRORS, tags=["figures"])
+@router.post("/api/figures/attention-detail", responses=STAGES_ERRORS, tags=["figures"])
 def attention_stage_figures(request: AttentionStagesRequest, engine: EngineDep,
                             response: Response) -> dict:
     """One query row of one head through q·k, ÷√d_k, mask, softmax and the weighted sum of V."""

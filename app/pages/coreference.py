@@ -14,18 +14,20 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
 from app.plots import ATTENTION_SCALE, BLUE, GREY, ORANGE, PURPLE, base_layout, category_axis, unique_labels
-from app.schemas import ERRORS, MAX_TEXT_CHARS, TextQuery, TranslateRequest
+from app.schemas import ENGLISH, MAX_TEXT_CHARS, TOKENS_RULE, TextQuery, TranslateRequest, errors
 from model.translator import InputError
 
 router = APIRouter()
 PageText = page_text("coreference")
-WORD = re.compile(r"^[A-Za-z][A-Za-z'\-]*$")
+# One English word, surrounding whitespace allowed (the server strips it): the schema's patterns.
+ONE_WORD = re.compile(r"^\s*[A-Za-z][A-Za-z'\-]*\s*$")
+ONE_WORD_OR_NONE = re.compile(r"^\s*([A-Za-z][A-Za-z'\-]*)?\s*$")
 
 
 
@@ -59,20 +61,22 @@ EXAMPLES = [
 
 
 class CoreferenceQuery(TextQuery):
-    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS,
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, json_schema_extra=ENGLISH,
                       examples=["The woman said that she was tired."],
                       description="English sentence with a pronoun and the noun it refers to")
-    pronoun: str = Field(min_length=1, max_length=20, examples=["she"])
-    referent: str = Field(min_length=1, max_length=30, examples=["woman"])
-    distractor: str = Field("", max_length=30, description="optional: another noun to compare")
+    pronoun: str = Field(min_length=1, max_length=20, examples=["she"],
+                         json_schema_extra={"pattern": ONE_WORD.pattern})
+    referent: str = Field(min_length=1, max_length=30, examples=["woman"],
+                          json_schema_extra={"pattern": ONE_WORD.pattern})
+    distractor: str = Field("", max_length=30, description="optional: another noun to compare",
+                            json_schema_extra={"pattern": ONE_WORD_OR_NONE.pattern})
 
     @field_validator("pronoun", "referent", "distractor")
     @classmethod
-    def one_word(cls, word: str) -> str:
-        word = word.strip()
-        if word and not WORD.match(word):
+    def one_word(cls, word: str, info: ValidationInfo) -> str:
+        if not (ONE_WORD_OR_NONE if info.field_name == "distractor" else ONE_WORD).search(word):
             raise ValueError("must be one English word (letters only)")
-        return word
+        return word.strip()
 
 
 # -- routes ---------------------------------------------------------------------------------------
@@ -96,7 +100,10 @@ def page(request: Request, lang: LanguageDep) -> HTMLResponse:
     )
 
 
-@router.get("/api/coreference", responses=ERRORS, tags=["model"])
+@router.get("/api/coreference",
+            responses=errors(TOKENS_RULE, "referent, pronoun (and distractor when given) must be "
+                             "words of text, and pronoun not the same occurrence as referent"),
+            tags=["model"])
 def coreference_ranking(query: Annotated[CoreferenceQuery, Query()], engine: EngineDep,
                         translator: TranslatorDep, t: PageText, response: Response) -> dict:
     """Every encoder head ranked by the weight the pronoun's row puts on the referent."""

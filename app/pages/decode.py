@@ -31,7 +31,15 @@ from app.plots import (
     category_axis,
     unique_labels,
 )
-from app.schemas import ERRORS, MAX_FORCED, TraceRequest
+from app.schemas import (
+    FORCED_RULE,
+    MAX_FORCED,
+    TOKENS_RULE,
+    TRACE_ERRORS,
+    TraceRequest,
+    errors,
+    model_limit,
+)
 from model import interpret
 from model.trace import SAMPLE_DIMS, Trace
 from model.transformer import BOS_ID
@@ -49,7 +57,8 @@ TOP_UNITS = 12  # the most active hidden units the FFN box names
 
 
 class FigureRequest(TraceRequest):
-    layer: int = Field(0, ge=0, le=63, description="decoder layer shown by the decode view")
+    layer: int = Field(0, ge=0, le=63, json_schema_extra=model_limit("decoder_layer"),
+                       description="decoder layer shown by the decode view")
 
 
 class InterpretRequest(TraceRequest):
@@ -67,7 +76,7 @@ def page(request: Request, lang: LanguageDep) -> HTMLResponse:
     return render_page(request, "decode", lang)
 
 
-@router.post("/api/figures/decode", responses=ERRORS, tags=["figures"])
+@router.post("/api/figures/decode", responses=TRACE_ERRORS, tags=["figures"])
 def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
                    response: Response) -> dict:
     """Step-by-step decoding inside one decoder layer, plus the beam tree (Plotly JSON)."""
@@ -107,7 +116,10 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
     }
 
 
-@router.post("/api/figures/interpret", responses=ERRORS, tags=["figures"])
+@router.post("/api/figures/interpret",
+             responses=errors(TOKENS_RULE, FORCED_RULE, "step must be below the number of decoding "
+                              "steps of the translation"),
+             tags=["figures"])
 def interpret_figures(request: InterpretRequest, engine: EngineDep, t: PageText,
                       response: Response) -> dict:
     """Why this character? What every decoder layer would predict (logit lens) at every step, and

@@ -23,7 +23,7 @@ from app.plots import (
     plain_axis,
     unique_labels,
 )
-from app.schemas import ERRORS, TraceRequest
+from app.schemas import TRACE_ERRORS, TraceRequest
 from model.translator import Translator
 
 router = APIRouter()
@@ -42,7 +42,7 @@ def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTML
                        sqrt_d=f"{math.sqrt(d):.2f}", pe_norm=f"{math.sqrt(d / 2):.2f}")
 
 
-@router.post("/api/figures/embeddings", responses=ERRORS, tags=["figures"])
+@router.post("/api/figures/embeddings", responses=TRACE_ERRORS, tags=["figures"])
 def embeddings_figures(request: EmbeddingsRequest, engine: EngineDep, translator: TranslatorDep,
                        t: PageText, response: Response) -> dict:
     """Token embeddings (×√d), positional encodings, their sum, the position table and its

@@ -29,7 +29,7 @@ from app.plots import (
     plain_axis,
     unique_labels,
 )
-from app.schemas import ERRORS, TextQuery
+from app.schemas import ERRORS, TextQuery, model_limit
 from model.transformer import BOS_ID
 from model.translator import InputError, Translator
 
@@ -47,8 +47,10 @@ class KVCacheQuery(TextQuery):
     runs: int = Field(3, ge=1, le=MAX_RUNS,
                       description=f"races to time (1–{MAX_RUNS}); fewer are run when the first ones "
                                   f"already took {RACE_BUDGET_S:g} s, and the answer says how many")
-    layer: int = Field(0, ge=0, le=63, description="decoder layer whose cached K/V rows are shown")
-    head: int = Field(0, ge=0, le=63, description="attention head whose cached K/V rows are shown")
+    layer: int = Field(0, ge=0, le=63, json_schema_extra=model_limit("decoder_layer"),
+                       description="decoder layer whose cached K/V rows are shown")
+    head: int = Field(0, ge=0, le=63, json_schema_extra=model_limit("head"),
+                      description="attention head whose cached K/V rows are shown")
 
 
 def steps_value(raw: str | None) -> str:

@@ -21,7 +21,7 @@ from app.plots import (
     category_axis,
     unique_labels,
 )
-from app.schemas import ERRORS, TraceRequest
+from app.schemas import TRACE_ERRORS, TraceRequest
 from model.trace import Trace
 
 router = APIRouter()
@@ -33,7 +33,7 @@ def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTML
     return render_page(request, "pipeline", lang, parameters=translator.parameter_counts())
 
 
-@router.post("/api/figures/pipeline", responses=ERRORS, tags=["figures"])
+@router.post("/api/figures/pipeline", responses=TRACE_ERRORS, tags=["figures"])
 def pipeline_figures(request: TraceRequest, engine: EngineDep, t: PageText,
                        response: Response) -> dict:
     """The translation with its tokens and the probability of each chosen token (Plotly JSON)."""

@@ -33,7 +33,7 @@ from app.deps import LanguageDep, TranslatorDep, page_text
 from app.i18n import Translate
 from app.layout import render_page
 from app.plots import BLUE, GREEN, GREY, ORANGE, base_layout, category_axis, unique_labels
-from app.schemas import ERRORS, QueryModel
+from app.schemas import QueryModel, errors
 from model.translator import InputError
 
 router = APIRouter()
@@ -276,7 +276,9 @@ def scale_result(query: ScaleQuery, t: Translate) -> dict:
     return result
 
 
-@router.get("/api/scale", responses=ERRORS, tags=["model"])
+@router.get("/api/scale", responses=errors("heads must divide d_model",
+                                            "active_experts must not exceed experts"),
+            tags=["model"])
 def scale_calculator(query: Annotated[ScaleQuery, Query()], t: PageText) -> dict:
     """Parameters of every weight matrix for the given sizes (the page's calculator)."""
     return scale_result(query, t)

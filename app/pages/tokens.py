@@ -10,7 +10,7 @@ from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
 from app.plots import base_layout, category_axis, plain_axis, unique_labels
-from app.schemas import ERRORS, TraceRequest
+from app.schemas import TRACE_ERRORS, TraceRequest
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from model.translator import Translator
 
@@ -33,7 +33,7 @@ def page(request: Request, lang: LanguageDep) -> HTMLResponse:
     return render_page(request, "tokens", lang)
 
 
-@router.post("/api/figures/tokens", responses=ERRORS, tags=["figures"])
+@router.post("/api/figures/tokens", responses=TRACE_ERRORS, tags=["figures"])
 def tokens_figures(request: TraceRequest, engine: EngineDep, translator: TranslatorDep,
                    t: PageText, response: Response) -> dict:
     """Token pieces and ids, a padded mini-batch with the sentence, and its three masks."""

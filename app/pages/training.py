@@ -32,7 +32,7 @@ from app.plots import (
     category_axis,
     unique_labels,
 )
-from app.schemas import ERRORS, MAX_TEXT_CHARS, Strict, TranslateRequest
+from app.schemas import ENGLISH, ERRORS, MAX_TEXT_CHARS, Strict, TranslateRequest
 from model.schedule import noam_lr
 
 router = APIRouter()
@@ -52,10 +52,12 @@ ADAM = {"beta1": 0.9, "beta2": 0.98, "eps": 1e-9}
 class ScoreRequest(Strict):
     """A sentence pair to score with teacher forcing (one backward pass, no update)."""
 
-    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS,
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, json_schema_extra=ENGLISH,
                       examples=["The cat sits on the mat."],
-                      description=f"English source, 1–{MAX_TEXT_CHARS} characters")
+                      description=f"English source, 1–{MAX_TEXT_CHARS} characters with at least "
+                                  "one Latin letter")
     reference: str = Field(min_length=1, max_length=MAX_REFERENCE_CHARS,
+                           json_schema_extra={"pattern": CHINESE.pattern},
                            examples=["猫坐在垫子上。"],
                            description=f"Chinese reference, 1–{MAX_REFERENCE_CHARS} characters, "
                                        "with at least one Chinese character")
@@ -68,11 +70,12 @@ class ScoreRequest(Strict):
     @field_validator("reference")
     @classmethod
     def chinese_reference(cls, reference: str) -> str:
-        reference = unicodedata.normalize("NFC", reference).strip()
+        # checked before NFC, as the schema's pattern is (NFC maps a few compatibility ideographs
+        # outside these ranges)
         if not CHINESE.search(reference):
             raise ValueError("reference must contain Chinese characters: it is the translation "
                              "the model is scored against")
-        return reference
+        return unicodedata.normalize("NFC", reference).strip()
 
 
 # -- routes ---------------------------------------------------------------------------------------

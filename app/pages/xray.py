@@ -29,7 +29,7 @@ from pydantic import Field
 from app.deps import EngineDep, LanguageDep, TranslatorDep
 from app.engine import Engine
 from app.layout import render_page
-from app.schemas import ERRORS, TraceRequest
+from app.schemas import FORCED_RULE, TOKENS_RULE, TRACE_ERRORS, TraceRequest, errors, model_limit
 from model.decoding import mask_special
 from model.trace import Trace
 from model.transformer import BOS_ID
@@ -73,8 +73,18 @@ class XrayRequest(TraceRequest):
 class XrayBlockRequest(TraceRequest):
     side: Side = Field(description="encoder or decoder")
     block: Block = Field(description="which block to open")
-    layer: int = Field(0, ge=0, le=63, description="0-based layer (ignored for embedding/output)")
+    layer: int = Field(0, ge=0, le=63, json_schema_extra=model_limit("layer"),
+                       description="0-based layer of that side (ignored for embedding/output)")
     position: int = Field(0, ge=0, le=255, description="0-based token position (the query row)")
+
+
+BLOCK_ERRORS = errors(
+    TOKENS_RULE, FORCED_RULE,
+    f"block {', '.join(sorted(DECODER_ONLY))} needs side=decoder",
+    "layer must be below that side's number of layers (GET /api/model)",
+    "position must be below that side's number of positions: the source tokens (with <eos>) for "
+    "the encoder, the translation's steps for the decoder",
+)
 
 
 # -- one recorded pass per trace, kept for the blocks ------------------------------------------
@@ -152,7 +162,7 @@ def _strip(vectors: torch.Tensor) -> dict:
             "codes": base64.b64encode(codes.numpy().tobytes()).decode("ascii")}
 
 
-@router.post("/api/xray", responses=ERRORS, tags=["x-ray"])
+@router.post("/api/xray", responses=TRACE_ERRORS, tags=["x-ray"])
 def xray_data(request: XrayRequest, engine: EngineDep, translator: TranslatorDep) -> Response:
     """Every token's vector after every stage, and every step's logits over the vocabulary.
 
@@ -264,7 +274,7 @@ def _ffn_block(module, x: torch.Tensor, output: torch.Tensor) -> dict:
     }
 
 
-@router.post("/api/xray/block", responses=ERRORS, tags=["x-ray"])
+@router.post("/api/xray/block", responses=BLOCK_ERRORS, tags=["x-ray"])
 def xray_block(request: XrayBlockRequest, engine: EngineDep, translator: TranslatorDep) -> dict:
     """One block at one position, stage by stage, with the shapes and the real numbers."""
     if request.side == "encoder" and request.block in DECODER_ONLY:

@@ -176,6 +176,35 @@ def test_openapi_documents_the_limits(app_client):
     assert spec["components"]["schemas"]["TraceRequest"]["additionalProperties"] is False
 
 
+def test_openapi_states_the_loaded_models_limits(app_client, tiny_translator):
+    """Maxima and the Chinese vocabulary come from the checkpoint served (2 layers, 4 heads)."""
+    spec = app_client.get("/openapi.json").json()
+    schemas = spec["components"]["schemas"]
+    config = tiny_translator.config
+    assert schemas["AttentionDetailRequest"]["properties"]["head"]["maximum"] == config.n_heads - 1
+    assert schemas["FigureRequest"]["properties"]["layer"]["maximum"] == config.n_decoder_layers - 1
+    kv = {p["name"]: p["schema"] for p in spec["paths"]["/api/kv-cache"]["get"]["parameters"]}
+    assert kv["layer"]["maximum"] == config.n_decoder_layers - 1
+    assert kv["head"]["maximum"] == config.n_heads - 1
+    tokens = schemas["ChineseToken"]["enum"]
+    assert "猫" in tokens and "<eos>" in tokens and "<bos>" not in tokens and "<pad>" not in tokens
+    assert schemas["TraceRequest"]["properties"]["forced_prefix"]["items"] == {
+        "$ref": "#/components/schemas/ChineseToken"}
+    assert schemas["ScoreRequest"]["properties"]["text"]["pattern"] == "[A-Za-z]"
+    assert "at most 128 tokens" in spec["paths"]["/api/score"]["post"]["responses"]["422"]["description"]
+    # before start-up (no model) the static limits stand
+    from app.main import create_app
+    from app.settings import Settings
+    static = create_app(Settings()).openapi()
+    assert static["components"]["schemas"]["FigureRequest"]["properties"]["layer"]["maximum"] == 63
+
+
+@pytest.mark.parametrize(("max_len", "status"), [(4.0, 200), (4.5, 422), (True, 422), ("4", 422)])
+def test_an_integer_field_takes_a_whole_float_as_json_schema_does(app_client, max_len, status):
+    response = app_client.post("/api/translate", json={"text": CAT, "max_len": max_len})
+    assert response.status_code == status, response.text
+
+
 def test_a_long_sentence_up_to_128_tokens_translates(app_client):
     """Inputs between 64 and 128 tokens used to be refused; the model now reads up to 128."""
     text = " ".join(["The cat sits on the mat and the dog sleeps by the door."] * 4)
