@@ -58,15 +58,14 @@ def render_page(request: Request, page: str, lang: str, **context) -> HTMLRespon
             "examples": EXAMPLES,
             "text": request.query_params.get("text", DEFAULT_TEXT)[:400],
             "config": translator.config,
-            "strings": t.table,
             "about": model_line(translator, t),
+            "strings": t.table,
             **context,
         },
         headers={"Content-Language": lang, "Vary": "Accept-Language, Cookie"},
     )
 
 
-@router.get("/lang/{code}")
 def model_line(translator, t: Translate) -> dict:
     """What the footer says about the model being served: its name, kind and languages, and
     whether its FFN uses another activation than the ReLU the pages describe."""
@@ -86,6 +85,7 @@ def model_line(translator, t: Translate) -> dict:
     }
 
 
+@router.get("/lang/{code}")
 def switch_language(code: str, next: str = Query("/", max_length=2000)) -> RedirectResponse:
     """Remember the chosen language in a cookie and go back to the page the reader was on."""
     target = next if _local(next) else "/"
