@@ -5,8 +5,10 @@
 For each page: one unmeasured visit (warms the server and the browser cache, as for a reader who
 has opened the app before), then ``--visits`` measured visits with the default sentence (its trace
 is cached) and ``--visits`` with a new sentence each time (the model runs). "Drawn" means: no API
-call in flight and at least as many rendered Plotly figures as the unmeasured visit drew (figures
-in closed tabs are not counted). Time is from navigation start, by the page's own clock.
+call in flight and at least as many drawn elements as the unmeasured visit ended with once it had
+stood still for a second: Plotly figure layers, canvases (the x-ray) and Swagger UI operations
+(/docs); figures in closed tabs are not counted. Time is from navigation start, by the page's own
+clock.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from model.translator import DEFAULT_CHECKPOINT
 
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
-DEFAULT_PAGES = ["/", "/attention", "/decode"]
+DEFAULT_PAGES = ["/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/decode",
+                 "/kv-cache", "/training", "/scale", "/tour", "/docs"]
 # Figures drawn, no request pending, no spinner: return the page clock, else false.
-DRAWN = """(expected) => {
-    const drawn = document.querySelectorAll('.js-plotly-plot .main-svg');
+DRAWN_ELEMENTS = ".js-plotly-plot .main-svg, canvas, #swagger-ui .opblock"
+DRAWN = """([selector, expected]) => {
+    const drawn = document.querySelectorAll(selector);
     const busy = document.body.classList.contains('busy') || window.__pending > 0;
     if (busy || drawn.length < Math.max(expected, 1)) return false;
     return performance.now();
@@ -42,8 +46,24 @@ window.fetch = (...args) => {
 
 def measure(page, url: str, expected: int, timeout_ms: float = 30000) -> float:
     page.goto(url, wait_until="commit")
-    handle = page.wait_for_function(DRAWN, arg=expected, polling="raf", timeout=timeout_ms)
+    handle = page.wait_for_function(DRAWN, arg=[DRAWN_ELEMENTS, expected], polling="raf",
+                                    timeout=timeout_ms)
     return float(handle.json_value())
+
+
+def settled_count(page, url: str, quiet_ms: int = 1000, timeout_ms: int = 30000) -> int:
+    """Open ``url`` and wait until the drawn-element count has stood still for ``quiet_ms``."""
+    page.goto(url, wait_until="networkidle")
+    count, still_since, waited = -1, 0, 0
+    while waited < timeout_ms:
+        now = page.evaluate(f"document.querySelectorAll({DRAWN_ELEMENTS!r}).length")
+        still_since = still_since + 100 if now == count else 0
+        if still_since >= quiet_ms and now > 0:
+            return now
+        count = now
+        page.wait_for_timeout(100)
+        waited += 100
+    raise TimeoutError(f"{url}: nothing drawn settled within {timeout_ms} ms")
 
 
 def run(checkpoint, pages: list[str], visits: int) -> dict:
@@ -57,8 +77,7 @@ def run(checkpoint, pages: list[str], visits: int) -> dict:
         page = context.new_page()
         new_texts = iter(sentences(10, len(pages) * visits, offset=8000))
         for path in pages:
-            page.goto(server.url + path, wait_until="networkidle")
-            expected = page.evaluate("document.querySelectorAll('.js-plotly-plot .main-svg').length")
+            expected = settled_count(page, server.url + path)
             cached = [measure(page, server.url + path, expected) for _ in range(visits)]
             fresh = [measure(page, f"{server.url}{path}?text={quote(next(new_texts))}", expected)
                      for _ in range(visits)]
@@ -77,7 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     r = run(args.checkpoint, args.pages, args.visits)
     print("machine:", json.dumps(r["machine"]))
     for path, v in r["pages"].items():
-        print(f"{path:12s} {v['figures']} plot SVG layers drawn: cached sentence p50 "
+        print(f"{path:12s} {v['figures']:3d} elements drawn: cached sentence p50 "
               f"{v['cached_sentence']['p50']:.0f} ms (max {v['cached_sentence']['max']:.0f}), "
               f"new sentence p50 {v['new_sentence']['p50']:.0f} ms (max {v['new_sentence']['max']:.0f})")
     print(json.dumps(r))

@@ -105,8 +105,8 @@ class LeanDecoder:
         config = model.config
         self.model = model
         self.weights = _weights(model)
-        self.activate = model.decoder_layers[0].ffn.activate  # ReLU, or e.g. Marian's SiLU
         self.heads, self.d_head, self.d_model = config.n_heads, config.d_head, config.d_model
+        self.memory = memory
         self.capacity = capacity
         self.length = 0  # positions already in the cache
         # no padding in the source (one sentence, or beams of it): no mask to apply at all
@@ -150,9 +150,37 @@ class LeanDecoder:
                 cache.cross_keys, cache.cross_values, attn_mask=self.src_mask,
             )
             y = norm2(y + _linear(crossed.view(batch, self.d_model), weights.cross_out))
-            y = norm3(y + _linear(self.activate(_linear(y, weights.ffn1)), weights.ffn2))
+            y = norm3(y + _linear(weights.activate(_linear(y, weights.ffn1)), weights.ffn2))
         self.length = end
         return self.mask_special(_linear(y, self.weights.output))
+
+    def step_without_cache(self, prefix: Tensor) -> Tensor:
+        """The next position's logits (B, V) for the whole ``prefix`` (B, T), recomputing every
+        position's keys and values (the cross-attention's too) as a decoder without a KV cache
+        must: the same lean arithmetic as ``step``, so the /kv-cache race compares the cache alone.
+        """
+        embedding = self.model.tgt_embedding
+        length = prefix.size(1)
+        y = F.embedding(prefix, embedding.tokens.weight) * embedding.scale + embedding.positions[:length]
+        batch, rows = prefix.size(0), prefix.numel()
+        y = y.reshape(rows, self.d_model)  # every position of every row: one matrix
+        for weights, layer in zip(self.weights.layers, self.model.decoder_layers, strict=True):
+            norm1, norm2, norm3 = weights.norms
+            cross = layer.cross_attention
+            q, k, v = (_linear(y, weights.qkv).view(batch, length, 3, self.heads, self.d_head)
+                       .permute(2, 0, 3, 1, 4))
+            attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y = norm1(y + _linear(attended.transpose(1, 2).reshape(rows, self.d_model), weights.out))
+            crossed = F.scaled_dot_product_attention(
+                self._heads(_linear(y, weights.cross_q).view(batch, length, self.d_model)),
+                self._heads(cross.w_k(self.memory)), self._heads(cross.w_v(self.memory)),
+                attn_mask=self.src_mask,
+            )
+            y = norm2(y + _linear(crossed.transpose(1, 2).reshape(rows, self.d_model),
+                                  weights.cross_out))
+            y = norm3(y + _linear(weights.activate(_linear(y, weights.ffn1)), weights.ffn2))
+        last = y.view(batch, length, self.d_model)[:, -1]
+        return self.mask_special(_linear(last, self.weights.output))
 
     def reorder(self, indices: Tensor) -> None:
         """Keep only the hypotheses at ``indices`` (beam search): rows may repeat or vanish."""

@@ -403,24 +403,24 @@ class Translator:
         """Generate ``steps`` tokens greedily with and without the KV cache, timing every step.
 
         <eos> is suppressed so both runs do exactly ``steps`` steps however short the translation.
-        The cached run is the one translation uses (``LeanDecoder``: a preallocated cache, one new
-        position per step); the uncached run feeds the whole prefix through the decoder each step.
+        Both runs are the decoder translation uses (``LeanDecoder``): the cached run feeds one new
+        position per step into its preallocated cache; the uncached run feeds the whole prefix
+        each step, recomputing every key and value. Only the cache differs.
         """
         src = torch.tensor([self.source_ids(text)])
         memory = self.model.encode(src)
         runs = {}
         for use_cache in (True, False):
-            cached = LeanDecoder(self.model, src, memory, capacity=steps) if use_cache else None
+            decoder = LeanDecoder(self.model, src, memory, capacity=steps)
             prefix = [BOS_ID]
             step_ms, positions = [], []
             for _ in range(steps):
                 started = time.perf_counter()
-                if cached is not None:
-                    last = cached.step(torch.tensor([prefix[-1]]))[0]
+                if use_cache:
+                    last = decoder.step(torch.tensor([prefix[-1]]))[0]
                     positions.append(1)
                 else:
-                    logits = self.model.decode(torch.tensor([prefix]), memory, src)
-                    last = mask_special(logits[0, -1])
+                    last = decoder.step_without_cache(torch.tensor([prefix]))[0]
                     positions.append(len(prefix))
                 last[EOS_ID] = float("-inf")
                 prefix.append(int(last.argmax()))

@@ -116,3 +116,19 @@ def test_shipped_checkpoint_chooses_the_same_tokens(shipped_translator, options)
         written = written_out_generate(model, src, options)
         assert lean.tokens == written.tokens, text
         assert lean.scores == pytest.approx(written.scores, abs=1e-4)
+
+
+def test_step_without_cache_recomputes_the_same_logits(model):
+    """The /kv-cache race's uncached run: the whole prefix each step, the same logits as the cache."""
+    src = torch.tensor([[5, 9, 12, 7, 2]])
+    with torch.inference_mode():
+        memory = model.encode(src)
+        lean = LeanDecoder(model, src, memory, capacity=10)
+        prefix = [BOS_ID]
+        for _ in range(10):
+            cached = lean.step(torch.tensor([prefix[-1]]))
+            torch.testing.assert_close(lean.step_without_cache(torch.tensor([prefix])), cached,
+                                       atol=1e-5, rtol=0)
+            full = model.decode(torch.tensor([prefix]), memory, src)[:, -1]
+            torch.testing.assert_close(cached, decoding.mask_special(full), atol=1e-5, rtol=0)
+            prefix.append(int(cached.argmax()))
