@@ -45,7 +45,8 @@ def model_limit(name: str) -> dict:
 
 
 Strategy = Literal["greedy", "sample", "beam"]
-TargetToken = Annotated[str, Field(min_length=1, max_length=8,
+MAX_TOKEN_CHARS = 8
+TargetToken = Annotated[str, Field(min_length=1, max_length=MAX_TOKEN_CHARS,
                                    json_schema_extra=model_limit("chinese_token"))]
 
 
@@ -219,9 +220,12 @@ def model_limits(translator: Translator) -> dict[str, int]:
 
 
 def chinese_tokens(translator: Translator) -> list[str]:
-    """What forced_prefix may hold: the Chinese vocabulary, <eos> and <unk> (not <pad>, <bos>)."""
+    """What forced_prefix may hold: the target vocabulary, <eos> and <unk> (not <pad>, <bos>), as
+    far as a token fits TargetToken (a SentencePiece vocabulary has longer pieces)."""
     specials = {"<pad>", "<bos>", "<eos>", "<unk>"}
-    return [t for t in translator.chinese.vocabulary if t not in specials] + ["<eos>", "<unk>"]
+    tokens = dict.fromkeys(t for t in translator.chinese.vocabulary
+                           if t not in specials and 1 <= len(t) <= MAX_TOKEN_CHARS)
+    return [*tokens, "<eos>", "<unk>"]
 
 
 def model_schema(schema: dict, translator: Translator) -> dict:
