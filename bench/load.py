@@ -378,10 +378,10 @@ def main(argv: list[str] | None = None) -> int:
         with LiveServer(args.checkpoint, workers=args.workers,
                         env={"ITT_ACCESS_LOG": "false"}) as server:
             if args.scenario == "burst":
-                report = burst_scenario(server, args.burst)
+                summary = burst_scenario(server, args.burst)
             else:
-                report = classroom_scenario(server, args.students, args.seconds)
-        print(json.dumps({"scenario": args.scenario, **report}))
+                summary = classroom_scenario(server, args.students, args.seconds)
+        print(json.dumps({"scenario": args.scenario, **summary}))
         return 0
     requests = trace_requests(args.requests, args.words, args.repeat, offset=2000)
 
