@@ -219,6 +219,9 @@ def model_limits(translator: Translator) -> dict[str, int]:
     }
 
 
+MAX_SCHEMA_ENUM = 10_000  # a larger vocabulary is described in words, not listed, in /openapi.json
+
+
 def chinese_tokens(translator: Translator) -> list[str]:
     """What forced_prefix may hold: the target vocabulary, <eos> and <unk> (not <pad>, <bos>), as
     far as a token fits TargetToken (a SentencePiece vocabulary has longer pieces)."""
@@ -249,9 +252,15 @@ def model_schema(schema: dict, translator: Translator) -> dict:
                 visit(value)
 
     visit(schema)
-    schema.setdefault("components", {}).setdefault("schemas", {})["ChineseToken"] = {
-        "type": "string", "enum": chinese_tokens(translator), "title": "ChineseToken",
-        "description": "one token of the loaded model's Chinese vocabulary (one character, "
-                       "or <eos> / <unk>)",
-    }
+    tokens = chinese_tokens(translator)
+    token_schema = {"type": "string", "title": "ChineseToken",
+                    "description": "one token of the loaded model's target vocabulary (for our "
+                                   "checkpoint one character), or <eos> / <unk>"}
+    if len(tokens) <= MAX_SCHEMA_ENUM:
+        token_schema["enum"] = tokens
+    else:  # e.g. a Marian model's 65k SentencePiece pieces: a 1 MB schema helps no client
+        token_schema.update(minLength=1, maxLength=MAX_TOKEN_CHARS)
+        token_schema["description"] += (f"; the vocabulary has {len(tokens):,} tokens, too many to "
+                                        "list here: a token outside it is answered with 422")
+    schema.setdefault("components", {}).setdefault("schemas", {})["ChineseToken"] = token_schema
     return schema

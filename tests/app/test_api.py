@@ -211,3 +211,17 @@ def test_a_long_sentence_up_to_128_tokens_translates(app_client):
     response = app_client.post("/api/translate", json={"text": text, "max_len": 8})
     assert response.status_code == 200, response.text
     assert 64 < len(response.json()["source_tokens"]) <= 128
+
+
+def test_a_large_vocabulary_is_described_not_listed(tiny_translator, monkeypatch):
+    """A Marian model's 65k pieces would make /openapi.json ~1 MB: past MAX_SCHEMA_ENUM tokens the
+    schema says what a token is and that others get 422, instead of listing them."""
+    from app import schemas
+
+    listed = schemas.model_schema({}, tiny_translator)["components"]["schemas"]["ChineseToken"]
+    assert "enum" in listed
+    monkeypatch.setattr(schemas, "MAX_SCHEMA_ENUM", 10)
+    described = schemas.model_schema({}, tiny_translator)["components"]["schemas"]["ChineseToken"]
+    assert "enum" not in described
+    assert described["minLength"] == 1 and described["maxLength"] == schemas.MAX_TOKEN_CHARS
+    assert f"{len(listed['enum']):,} tokens" in described["description"]
