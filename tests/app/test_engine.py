@@ -240,9 +240,15 @@ def test_a_full_queue_is_a_503_with_retry_after_on_every_model_route(tiny_checkp
 
 def test_server_timing_splits_queue_wait_from_model_time(fresh_client):
     engine = fresh_client.app.state.engine
-    holder = threading.Thread(target=engine.run, args=(time.sleep, 0.4))
+    running = threading.Event()
+
+    def hold() -> None:  # occupies the model thread for 0.4 s, and says when it has it
+        running.set()
+        time.sleep(0.4)
+
+    holder = threading.Thread(target=engine.run, args=(hold,))
     holder.start()
-    time.sleep(0.05)
+    assert running.wait(5)  # a busy machine may start the holder late: never race it
     response = fresh_client.post("/api/trace", json={"text": "We are students.", "max_len": 4})
     holder.join()
     timing = dict(part.strip().split(";dur=") for part in response.headers["server-timing"].split(","))

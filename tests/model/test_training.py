@@ -35,7 +35,9 @@ def test_training_learns_a_synthetic_task(tmp_path):
     out = tmp_path / "checkpoint"
     train_main([
         "--data", str(tmp_path / "data"), "--out", str(out), "--work", str(tmp_path / "work"),
-        "--epochs", "20", "--batch-tokens", "150", "--warmup", "100", "--lr-factor", "2",
+        # lr factor 0.5: at 2 the dev BLEU of this tiny task swung between 100 and 22 from epoch
+        # to epoch, so whether the last epochs landed above 50 depended on the CPU's rounding
+        "--epochs", "25", "--batch-tokens", "150", "--warmup", "100", "--lr-factor", "0.5",
         "--d-model", "32", "--heads", "2", "--layers", "1", "--d-ff", "64", "--dropout", "0",
         "--en-vocab", "60", "--average", "2", "--test-size", "40", "--dev-size", "40",
         "--no-progress", "--threads", "1", "--narrow",
