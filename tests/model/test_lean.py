@@ -132,3 +132,32 @@ def test_step_without_cache_recomputes_the_same_logits(model):
             full = model.decode(torch.tensor([prefix]), memory, src)[:, -1]
             torch.testing.assert_close(cached, decoding.mask_special(full), atol=1e-5, rtol=0)
             prefix.append(int(cached.argmax()))
+
+
+def test_every_step_passes_the_decoder_layers_hooks(model):
+    """The server cancels a request from a forward pre-hook on each layer; the lean step skips the
+    module call but must still pass there, once per layer per step, or decoding runs on unstoppable."""
+    calls = []
+    handles = [layer.register_forward_pre_hook(lambda module, args: calls.append(module))
+               for layer in model.decoder_layers]
+    src = torch.tensor([[5, 9, 12, 7, 2]])
+    try:
+        with torch.inference_mode():
+            memory = model.encode(src)
+            lean = LeanDecoder(model, src, memory, capacity=6)
+            for steps in range(1, 4):
+                lean.step(torch.tensor([BOS_ID]))
+                assert calls == list(model.decoder_layers) * steps
+            calls.clear()
+            lean.step_without_cache(torch.tensor([[BOS_ID, 4, 7]]))
+            assert calls == list(model.decoder_layers)
+
+        def stop(module, args):
+            raise RuntimeError("cancelled")
+
+        handles.append(model.decoder_layers[0].register_forward_pre_hook(stop))
+        with pytest.raises(RuntimeError, match="cancelled"):
+            generate(model, src, DecodingOptions(max_len=10))
+    finally:
+        for handle in handles:
+            handle.remove()
