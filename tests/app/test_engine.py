@@ -242,8 +242,11 @@ def test_server_timing_splits_queue_wait_from_model_time(fresh_client):
     engine = fresh_client.app.state.engine
     running = threading.Event()
 
-    def hold() -> None:  # occupies the model thread for 0.4 s, and says when it has it
+    def hold() -> None:  # has the model thread until the trace has queued behind it, then 0.4 s
         running.set()
+        deadline = time.monotonic() + 5
+        while engine.pending < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
         time.sleep(0.4)
 
     holder = threading.Thread(target=engine.run, args=(hold,))
