@@ -239,6 +239,43 @@ def vary_numbers(pairs: list[Pair], seed: int = 13) -> list[Pair]:
     return varied
 
 
+_ENGLISH_END = (".", "!", "?", '"', "'", ")")
+_CHINESE_END = ("。", "！", "？", "”", "’", "）", ".", "!", "?")
+
+
+def concatenate_pairs(
+    pairs: list[Pair], count: int, seed: int = 13, words: tuple[int, int] = (12, 50)
+) -> list[Pair]:
+    """Up to ``count`` long pairs, each a few random pairs of one source joined end to end.
+
+    Most training sentences are short, so a model trained on them alone has hardly seen a
+    50-word input and loses its place in one: it stutters (国国国国) or stops early. Joining
+    pairs teaches it long inputs with exact references. Each joined pair takes pairs from one
+    source until its English has a random length in ``words``; a part without a final
+    punctuation mark gets one (". " / "。"), so the parts stay separate sentences on both sides.
+    A draw whose first pair is already long enough is dropped: it would only repeat that pair.
+    """
+    rng = random.Random(seed)
+    by_source: dict[str, list[Pair]] = {}
+    for pair in pairs:
+        by_source.setdefault(pair.source, []).append(pair)
+    sources = sorted(by_source)
+    weights = [len(by_source[name]) for name in sources]
+    joined = []
+    for _ in range(count):
+        source = rng.choices(sources, weights)[0]
+        target_words = rng.randint(*words)
+        english, chinese, length = [], [], 0
+        while length < target_words:
+            part = rng.choice(by_source[source])
+            english.append(part.english if part.english.endswith(_ENGLISH_END) else part.english + ".")
+            chinese.append(part.chinese if part.chinese.endswith(_CHINESE_END) else part.chinese + "。")
+            length += len(part.english.split())
+        if len(english) > 1:
+            joined.append(Pair(" ".join(english), "".join(chinese), source))
+    return joined
+
+
 def write_tsv(pairs: list[Pair], path: Path) -> None:
     with path.open("w", encoding="utf-8") as handle:
         for pair in pairs:

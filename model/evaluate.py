@@ -23,7 +23,15 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from model.data import Pair, Splits, _english_key, load_pairs, split_pairs, vary_numbers
+from model.data import (
+    Pair,
+    Splits,
+    _english_key,
+    concatenate_pairs,
+    load_pairs,
+    split_pairs,
+    vary_numbers,
+)
 from model.lean import LeanDecoder
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.train import MAX_SRC_TOKENS, MAX_TGT_TOKENS, bleu_chrf, pad, translate_batch
@@ -241,6 +249,8 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
     train = trained.train[: int(settings["limit"])] if settings.get("limit") else trained.train
     if settings.get("vary_numbers"):
         train = train + vary_numbers(train, split["seed"])
+    if settings.get("concat"):
+        train = train + concatenate_pairs(train, int(settings["concat"]), split["seed"])
     return splits, {_english_key(p.english) for p in train}
 
 

@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from model.data import load_pairs, split_pairs, vary_numbers
+from model.data import concatenate_pairs, load_pairs, split_pairs, vary_numbers
 from model.decoding import greedy_batch
 from model.schedule import noam_lr
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
@@ -207,6 +207,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="repeat a source's training pairs N times, e.g. tatoeba=2,hsk=2")
     parser.add_argument("--vary-numbers", action="store_true",
                         help="add a copy of each pair with numbers, its numbers changed")
+    parser.add_argument("--concat", type=int, default=0, metavar="N",
+                        help="add N long examples, each a few training pairs joined end to end")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     parser.add_argument("--test-size", type=int, default=1000, help="held-out test sentences")
@@ -236,6 +238,8 @@ def main(argv: list[str] | None = None) -> None:
         train_pairs = train_pairs + [p for p in train_pairs if p.source == source] * (int(times) - 1)
     if args.vary_numbers:
         train_pairs = train_pairs + vary_numbers(train_pairs, args.seed)
+    if args.concat:
+        train_pairs = train_pairs + concatenate_pairs(train_pairs, args.concat, args.seed)
     dev_pairs = splits.dev_mix()
     print(
         f"pairs: train {len(train_pairs)}, dev {len(dev_pairs)}, "
