@@ -156,7 +156,8 @@ def generate(
 ) -> DecodeResult:
     """Translate one source sentence (``src_ids`` of shape (1, S)). ``memory``, if given, is the
     encoder's output for ``src_ids`` (a caller that already ran the encoder passes it)."""
-    model.eval()
+    if model.training:  # eval() walks every submodule: ~0.3 ms a call, for nothing when set
+        model.eval()
     forced = list(forced_prefix or [])
     if memory is None:
         memory = model.encode(src_ids)
