@@ -405,13 +405,15 @@ class Translator:
         <eos> is suppressed so both runs do exactly ``steps`` steps however short the translation.
         Both runs are the decoder translation uses (``LeanDecoder``): the cached run feeds one new
         position per step into its preallocated cache; the uncached run feeds the whole prefix
-        each step, recomputing every key and value. Only the cache differs.
+        each step, recomputing every key and value. Only the cache differs. ``cache`` is what
+        the cached run's KV cache holds at the end, layer by layer (tensors, for the page to read).
         """
         src = torch.tensor([self.source_ids(text)])
         memory = self.model.encode(src)
         runs = {}
         for use_cache in (True, False):
             decoder = LeanDecoder(self.model, src, memory, capacity=steps)
+            cross_keys = [cache.cross_keys for cache in decoder.caches]
             prefix = [BOS_ID]
             step_ms, positions = [], []
             for _ in range(steps):
@@ -428,6 +430,13 @@ class Translator:
             runs["cached" if use_cache else "uncached"] = {
                 "tokens": prefix[1:], "step_ms": step_ms, "positions": positions,
             }
+            if use_cache:  # what the cache holds at the end: the page reads it, not a rerun
+                runs["cached"]["cache"] = [
+                    {"k": cache.keys[:, :, :steps], "v": cache.values[:, :, :steps],
+                     "cross_k": cache.cross_keys, "cross_v": cache.cross_values,
+                     "cross_reused": cache.cross_keys is first}
+                    for cache, first in zip(decoder.caches, cross_keys, strict=True)
+                ]
         cached, uncached = runs["cached"], runs["uncached"]
         return {
             "steps": steps,
@@ -443,6 +452,9 @@ class Translator:
             "kv_floats_per_layer": [
                 2 * self.config.d_model * n for n in range(1, steps + 1)
             ],
+            # per decoder layer, the cached run's cache after the last step (tensors: the API
+            # picks what it shows and never sends this as it is)
+            "cache": cached["cache"],
         }
 
     # -- interpretation hooks: model/interpret.py reads a model only through these four -----

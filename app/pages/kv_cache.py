@@ -78,7 +78,7 @@ def kv_cache(query: Annotated[KVCacheQuery, Query()], engine: EngineDep, transla
         raise InputError("head", f"head must be between 0 and {config.n_heads - 1}")
     races, _ = engine.run(race_runs, translator, query.text, query.steps, query.runs)
     race = summarise_races(races)
-    rows, _ = engine.run(kv_rows, translator, query.text, race["tokens"], query.layer, query.head)
+    rows = kv_rows(translator, query.text, races[0], query.layer, query.head)
     names = (t("kv.cached"), t("kv.uncached"))
     step, position = t("common.step"), t("common.position")
     legend = (t("kv.fresh"), t("kv.reused"), "")
@@ -147,35 +147,25 @@ def _window(tensor: torch.Tensor, head: int, dims: int) -> list[list[float]]:
     return np.round(tensor[0, head, :, :dims].double().numpy(), 4).tolist()
 
 
-@torch.inference_mode()
-def kv_rows(translator: Translator, text: str, tokens: list[str], layer: int = 0, head: int = 0,
+def kv_rows(translator: Translator, text: str, race: dict, layer: int = 0, head: int = 0,
             dims: int = KV_DIMS) -> dict:
-    """Feed <bos> and the race's tokens one at a time through the decoder with its KV cache, as
-    the race did, and read the cache itself: the shape of layer ``layer``'s self-attention K after
-    every step, the first ``dims`` numbers of every cached K and V row of ``head``, and the
-    cross-attention K and V, projected from the encoder once and then reused unchanged."""
-    src = torch.tensor([translator.source_ids(text)])
-    memory = translator.model.encode(src)
-    cache = translator.model.new_cache()
-    fed = [BOS_ID, *translator.target_ids(tokens)][: len(tokens)]  # the race's inputs
-    shapes, cross_reused, cross_k = [], True, None
-    for position, token in enumerate(fed):
-        translator.model.decode(torch.tensor([[token]]), memory, src, cache=cache, offset=position)
-        own = cache[layer]
-        shapes.append(list(own["self"]["k"].shape))
-        if cross_k is None:
-            cross_k = own["cross"]["k"]
-        cross_reused = cross_reused and own["cross"]["k"] is cross_k
-    own = cache[layer]
+    """What the race's cached run left in its KV cache (``race["cache"]``: no model run): the
+    shape of layer ``layer``'s self-attention K after every step (one row more each step), the
+    first ``dims`` numbers of every cached K and V row of ``head``, and the cross-attention K and
+    V, projected from the encoder once and then reused unchanged."""
+    own = race["cache"][layer]
+    steps, (_, heads, _, d_head) = race["steps"], own["k"].shape
+    fed = [BOS_ID, *translator.target_ids(race["tokens"])][:steps]  # the race's inputs
     return {
         "layer": layer, "head": head, "dims": dims,
-        "self": {"shapes": shapes, "tokens": translator.target_tokens(fed),
-                 "k": _window(own["self"]["k"], head, dims),
-                 "v": _window(own["self"]["v"], head, dims)},
-        "cross": {"shape": list(own["cross"]["k"].shape),
-                  "tokens": translator.source_tokens(src[0].tolist()),
-                  "k": _window(own["cross"]["k"], head, dims),
-                  "v": _window(own["cross"]["v"], head, dims), "reused": cross_reused},
+        "self": {"shapes": [[1, heads, n, d_head] for n in range(1, steps + 1)],
+                 "tokens": translator.target_tokens(fed),
+                 "k": _window(own["k"], head, dims),
+                 "v": _window(own["v"], head, dims)},
+        "cross": {"shape": list(own["cross_k"].shape),
+                  "tokens": translator.source_tokens(translator.source_ids(text)),
+                  "k": _window(own["cross_k"], head, dims),
+                  "v": _window(own["cross_v"], head, dims), "reused": own["cross_reused"]},
     }
 
 

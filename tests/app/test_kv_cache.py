@@ -96,7 +96,7 @@ def test_kv_rows_are_the_cached_tensors(tiny_translator):
     import torch
 
     race = tiny_translator.kv_cache_race(CAT, 6)
-    rows = figs.kv_rows(tiny_translator, CAT, race["tokens"], layer=1, head=1, dims=4)
+    rows = figs.kv_rows(tiny_translator, CAT, race, layer=1, head=1, dims=4)
     config = tiny_translator.config
     d_head = config.d_model // config.n_heads
     assert rows["self"]["shapes"] == [[1, config.n_heads, n, d_head] for n in range(1, 7)]
