@@ -50,6 +50,32 @@ def smoothed_cross_entropy(logits: Tensor, labels: Tensor, smoothing: float) -> 
     return ((1 - smoothing) * nll + smoothing * uniform).mean()
 
 
+def repetition_unlikelihood(logits: Tensor, tgt_in: Tensor, labels: Tensor, window: int = 4) -> Tensor:
+    """Token-level unlikelihood against repeating the last few tokens (Welleck et al., 2019).
+
+    A weak decoder that loses its place falls back on writing again what it just wrote
+    (国国国国, 传播传播传播). At every position this adds −log(1 − p(c)) for each of the ``window``
+    previous target tokens ``c`` that is not the reference's next token, so probability on
+    "the same again" is pushed down exactly where the reference does not repeat; a real
+    repetition in the reference (谢谢, 常常) is the label there, so it is never penalised.
+    Summed per position, averaged over the non-padding labels.
+    """
+    batch, length = labels.shape
+    previous = []  # the token k positions back, for k = 1 … window (<pad> where there is none)
+    for k in range(1, window + 1):
+        shifted = torch.full_like(tgt_in, PAD_ID)
+        shifted[:, k - 1 :] = tgt_in[:, : length - k + 1]
+        previous.append(shifted)
+    candidates = torch.stack(previous, dim=-1)  # (B, T, window)
+    valid = (candidates != labels[..., None]) & (candidates != PAD_ID) & (candidates != BOS_ID)
+    valid &= (labels != PAD_ID)[..., None]
+    for k in range(1, window):  # each distinct token once per position
+        valid[..., k] &= (candidates[..., k, None] != candidates[..., :k]).all(dim=-1)
+    probs = torch.softmax(logits, dim=-1).gather(-1, candidates)
+    penalty = -torch.log((1 - probs).clamp_min(1e-5)) * valid
+    return penalty.sum() / (labels != PAD_ID).sum().clamp_min(1)
+
+
 def make_batches(
     examples: list[tuple[list[int], list[int]]], max_tokens: int, rng: random.Random
 ) -> list[list[int]]:
@@ -190,6 +216,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--lr-factor", type=float, default=1.0)
     parser.add_argument("--label-smoothing", type=float, default=0.1)
     parser.add_argument("--clip", type=float, default=1.0)
+    parser.add_argument("--unlikelihood", type=float, default=0.0, metavar="ALPHA",
+                        help="weight of the loss against repeating the last 4 tokens (0: off)")
     parser.add_argument("--dropout", type=float, default=0.2)
     parser.add_argument("--d-model", type=int, default=256)
     parser.add_argument("--heads", type=int, default=4)
@@ -322,8 +350,11 @@ def main(argv: list[str] | None = None) -> None:
             src, tgt_in, labels = collate([examples[i] for i in batch])
             logits = model(src, tgt_in)
             loss = smoothed_cross_entropy(logits, labels, args.label_smoothing)
+            objective = loss
+            if args.unlikelihood:
+                objective = loss + args.unlikelihood * repetition_unlikelihood(logits, tgt_in, labels)
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            objective.backward()
             grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip))
             lr = optimizer.param_groups[0]["lr"]
             optimizer.step()
