@@ -382,10 +382,12 @@ def _summary(result: dict) -> dict:
     return {k: v for k, v in result.items() if k not in ("examples", "outputs", "categories")}
 
 
-def previous_figures(earlier: dict) -> dict:
-    """The parts of an earlier report that a before/after comparison needs."""
+def previous_figures(earlier: dict, label: tuple[str, str] | None = None) -> dict:
+    """The parts of an earlier report that a before/after comparison needs; ``label`` (English,
+    Chinese) names the earlier checkpoint on the /training page."""
+    english, chinese = label or ("previous checkpoint", "上一个检查点")
     return {
-        "label": {"en": "previous checkpoint", "zh": "上一个检查点"},
+        "label": {"en": english, "zh": chinese},
         "sets": earlier.get("sets", {}),
         "probe": earlier.get("probe", {}),
         "fixture": earlier.get("fixture"),
@@ -406,6 +408,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     parser.add_argument("--previous", type=Path,
                         help="an earlier checkpoint's eval.json, kept under 'previous' for before/after")
+    parser.add_argument("--previous-label", nargs=2, metavar=("EN", "ZH"),
+                        help="what the earlier checkpoint was, in English and Chinese (/training)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.threads:
@@ -429,7 +433,9 @@ def main(argv: list[str] | None = None) -> None:
                        args.examples)
     report["minutes"] = round((time.perf_counter() - started) / 60, 2)
     if args.previous:
-        report["previous"] = previous_figures(json.loads(args.previous.read_text(encoding="utf-8")))
+        report["previous"] = previous_figures(
+            json.loads(args.previous.read_text(encoding="utf-8")), args.previous_label
+        )
     out = args.out or args.checkpoint / "eval.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -217,3 +217,5 @@ def test_previous_figures_keep_what_a_before_after_needs():
     previous = previous_figures(earlier)
     assert previous["sets"] == earlier["sets"] and previous["probe"] == earlier["probe"]
     assert set(previous["label"]) == {"en", "zh"} and "test" not in previous
+    named = previous_figures(earlier, ("stage 3", "第 3 阶段"))
+    assert named["label"] == {"en": "stage 3", "zh": "第 3 阶段"}
