@@ -214,6 +214,11 @@ def training_story(history: dict, t) -> dict | None:
                steps=f"{last.get('step', 0):,}")]
     if pairs:
         lines.append(t("training.story.pairs", pairs=f"{pairs:,}"))
+    settings = history.get("settings") or {}
+    if settings.get("concat"):
+        lines.append(t("training.story.concat", joined=f"{int(settings['concat']):,}"))
+    if settings.get("unlikelihood"):
+        lines.append(t("training.story.unlikelihood", alpha=f"{float(settings['unlikelihood']):g}"))
     if init is not None:
         lines.append(t("training.story.warm", earlier=f"{earlier:,.1f}", run=f"{run:,.1f}",
                        epochs=init.get("epochs", "?"),

@@ -213,6 +213,7 @@ def evaluated_checkpoint(tmp_path, tiny_checkpoint):
     shutil.copytree(tiny_checkpoint, folder)
     history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
     history["train_pairs"] = 12345
+    history["settings"] = history.get("settings", {}) | {"concat": 8000, "unlikelihood": 1.0}
     history["epochs"][-1]["minutes"] = 20.25
     history["init"] = {"from": "somewhere", "epochs": 24, "total_minutes": 72.5,
                        "train_pairs": 31508}
@@ -295,6 +296,8 @@ def test_training_story_from_history(evaluated_checkpoint):
     assert "92.8 CPU minutes" in text and "12,345" in text and "Warm-started" in text
     assert "72.5" in text and "31,508" in text
     assert "热启动" in " ".join(zh["lines"]) and "92.8" in " ".join(zh["lines"])
+    assert "8,000 long examples" in text and "second term (weight 1)" in text
+    assert "8,000 个长样本" in " ".join(zh["lines"]) and "权重 1" in " ".join(zh["lines"])
 
 
 def test_training_story_without_warm_start(app_client, tiny_translator):
@@ -302,6 +305,7 @@ def test_training_story_without_warm_start(app_client, tiny_translator):
     minutes = tiny_translator.history["epochs"][-1]["minutes"]
     assert story["warm_started"] is False and story["total_minutes"] == round(minutes, 1)
     assert not any("Warm-started" in line for line in story["lines"])
+    assert not any("long examples" in line or "second term" in line for line in story["lines"])
 
 
 def test_the_shipped_eval_json_is_shown_as_it_is():
