@@ -243,7 +243,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dev-size", type=int, default=500, help="held-out dev sentences")
     parser.add_argument("--limit", type=int, default=0, help="use only N training pairs (smoke)")
     parser.add_argument("--no-progress", action="store_true")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.concat < 0 or args.unlikelihood < 0:
+        parser.error("--concat and --unlikelihood take a number ≥ 0 (a negative weight rewards repeating)")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
