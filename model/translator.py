@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
+from model.ct2 import Drafter
 from model.decoding import (
     DecodeResult,
     DecodingOptions,
@@ -54,6 +56,7 @@ from model.transformer import (
 DEFAULT_CHECKPOINT = Path(__file__).parent / "checkpoints"
 MAX_SOURCE_TOKENS = 128  # the longest source the model was trained on
 CHECKPOINT_FILES = ("weights.safetensors", "config.json", "tokenizer_en.json", "vocab_zh.json")
+DRAFT_ROUNDS = 3  # replays of a corrected draft before greedy decoding proper takes over
 
 
 def set_threads(threads: int) -> None:
@@ -122,6 +125,9 @@ class Translator:
         path: Path | None = None,
     ):
         self.model = model.eval()
+        self._drafter: Drafter | None = None  # built on first greedy decode (see ``drafter``)
+        self._drafter_tried = False
+        self._drafter_lock = threading.Lock()
         self.english = english
         self.chinese = chinese
         self.history = history or {}
@@ -203,12 +209,11 @@ class Translator:
         src_list = self.source_ids(text)
         src = torch.tensor([src_list])
         memory = self.model.encode(src)
-        result = generate(self.model, src, options, memory=memory)
-        decoder_ids, labels = _replay_positions(result)
-        logits = self.model.decode(torch.tensor([decoder_ids]), memory, src)[0]
+        result, logits, _ = self._decode_and_replay(src_list, src, memory, options, [], record=False)
+        _, labels = _replay_positions(result)
         return Translation(
             text, self.chinese.decode(result.tokens), self.source_tokens(src_list),
-            self.target_tokens(result.tokens), self._steps(mask_special(logits), labels, options, 0),
+            self.target_tokens(result.tokens), self._steps(logits, labels, options, 0),
         )
 
     @torch.inference_mode()
@@ -228,19 +233,16 @@ class Translator:
         src = torch.tensor([src_list])
         encoder_record: dict = {}
         memory = self.model.encode(src, record=encoder_record)  # once: decoding reuses it
-        result = generate(self.model, src, options, forced_prefix=forced, memory=memory)
+        result, logits, decoder_record = self._decode_and_replay(
+            src_list, src, memory, options, forced, record=True
+        )
         output = result.tokens
         decoder_ids, labels = _replay_positions(result)
-
-        decoder_record: dict = {}
-        logits = self.model.decode(
-            torch.tensor([decoder_ids]), memory, src, record=decoder_record
-        )[0]
         model_ms = (time.perf_counter() - started) * 1000
 
         source_tokens = self.source_tokens(src_list)
         decoder_input = self.target_tokens(decoder_ids)
-        steps = self._steps(mask_special(logits), labels, options, len(forced))
+        steps = self._steps(logits, labels, options, len(forced))
         encoder_layers, details = [], {}
         for index, layer in enumerate(encoder_record["layers"]):
             encoder_layers.append(
@@ -303,6 +305,74 @@ class Translator:
             model_ms=round(model_ms, 2),
             details=details,
         )
+
+    def _decode_and_replay(
+        self, src_list: list[int], src: torch.Tensor, memory: torch.Tensor,
+        options: DecodingOptions, forced: list[int], record: bool,
+    ) -> tuple[DecodeResult, torch.Tensor, dict]:
+        """Decode, then replay the chosen tokens teacher-forced through the written-out decoder:
+        the result, the replay's logits (T, V) with <pad>/<bos> masked, and what it recorded.
+
+        Greedy decoding has a shortcut. Its tokens are by definition the ones the replay picks
+        (the most likely token at every position, each position seeing only the tokens before
+        it), so a guess can be checked by the replay the trace runs anyway: a fast int8 copy of the
+        model in CTranslate2 (``model/ct2.py``) proposes the translation, the replay scores it,
+        and every token up to the first position where our model prefers another one is kept.
+        From there the draft is corrected with our model's choice and continued, and replayed
+        again. What is returned is always a replay whose every token our model chose, so each
+        number shown comes from our model, not from the draft. After ``DRAFT_ROUNDS`` replays,
+        or with no CTranslate2, decoding runs step by step as for every other strategy.
+        """
+        plain_greedy = options.strategy == "greedy" and options.use_cache and EOS_ID not in forced
+        drafter = self.drafter() if plain_greedy else None
+        tokens = drafter.propose(src_list, forced, options.max_len) if drafter else None
+        for _ in range(DRAFT_ROUNDS if drafter else 0):
+            if tokens is None:
+                break
+            result = DecodeResult(tokens, finished=len(tokens) < options.max_len)
+            logits, decoder_record = self._replay(result, memory, src, record)
+            _, labels = _replay_positions(result)
+            chosen = logits[: len(labels)].argmax(dim=-1).tolist()
+            wrong = next((p for p in range(len(forced), len(labels)) if chosen[p] != labels[p]), None)
+            if wrong is None:
+                return result, logits, decoder_record
+            tokens = tokens[:wrong] + [chosen[wrong]]  # our model's token where the draft erred
+            if chosen[wrong] == EOS_ID:
+                tokens.pop()  # ends here: replaying it needs no further draft
+            elif len(tokens) < options.max_len:
+                tokens = drafter.propose(src_list, tokens, options.max_len)
+        result = generate(self.model, src, options, forced_prefix=forced, memory=memory)
+        logits, decoder_record = self._replay(result, memory, src, record)
+        return result, logits, decoder_record
+
+    def _replay(
+        self, result: DecodeResult, memory: torch.Tensor, src: torch.Tensor, record: bool
+    ) -> tuple[torch.Tensor, dict]:
+        """The decoder teacher-forced on ``result``'s tokens: masked logits (T, V) and its record."""
+        decoder_ids, _ = _replay_positions(result)
+        decoder_record: dict = {}
+        logits = self.model.decode(
+            torch.tensor([decoder_ids]), memory, src, record=decoder_record if record else None
+        )[0]
+        return mask_special(logits), decoder_record
+
+    def drafter(self) -> Drafter | None:
+        """The CTranslate2 drafter for greedy decoding, built on first use (under a second); None
+        when CTranslate2 is missing or ``set_drafter(None)`` turned drafting off. It is built from
+        the weights as they are then: a model changed later gets worse drafts, never wrong tokens
+        (each one is checked)."""
+        if not self._drafter_tried:
+            with self._drafter_lock:
+                if not self._drafter_tried:
+                    self._drafter = Drafter.create(self)
+                    self._drafter_tried = True
+        return self._drafter
+
+    def set_drafter(self, drafter: Drafter | None) -> None:
+        """Draft greedy translations with ``drafter`` from now on (anything with ``Drafter``'s
+        ``propose``); None decodes every greedy step with our model, as other strategies do."""
+        with self._drafter_lock:
+            self._drafter, self._drafter_tried = drafter, True
 
     def _steps(
         self, logits: torch.Tensor, labels: list[int], options: DecodingOptions, n_forced: int

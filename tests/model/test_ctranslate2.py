@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from bench.engine import convert, ct2_decode
+from bench.engine import ct2_decode
+from model.ct2 import convert
 from model.decoding import DecodingOptions, generate
 
 ctranslate2 = pytest.importorskip("ctranslate2")
