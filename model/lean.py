@@ -80,7 +80,8 @@ class _Weights:
     when a parameter changes (training updates them in place, which bumps their version counters)."""
 
     def __init__(self, model: Transformer):
-        self.versions = _versions(model)
+        self.parameters = list(model.parameters())  # walking the modules for them takes ~0.8 ms
+        self.versions = _versions(self.parameters)
         self.layers = []
         for layer in model.decoder_layers:
             own, cross, ffn = layer.self_attention, layer.cross_attention, layer.ffn
@@ -100,8 +101,8 @@ def _enter(layer: nn.Module) -> None:
         hook(layer, ())
 
 
-def _versions(model: Transformer) -> list[int]:
-    return [parameter._version for parameter in model.parameters()]
+def _versions(parameters: list[nn.Parameter]) -> list[int]:
+    return [parameter._version for parameter in parameters]
 
 
 _WEIGHTS: weakref.WeakKeyDictionary[Transformer, _Weights] = weakref.WeakKeyDictionary()
@@ -110,16 +111,18 @@ _WEIGHTS: weakref.WeakKeyDictionary[Transformer, _Weights] = weakref.WeakKeyDict
 @torch.inference_mode()
 def _weights(model: Transformer) -> _Weights:
     weights = _WEIGHTS.get(model)
-    if weights is None or weights.versions != _versions(model):
+    if weights is None or weights.versions != _versions(weights.parameters):
         weights = _WEIGHTS[model] = _Weights(model)
     return weights
 
 
 @dataclass
 class _Cache:
+    """One decoder layer's cache, as the /kv-cache page reads it."""
+
     keys: Tensor  # (B, H, capacity, d_head): the self-attention KV cache, filled up to ``length``
     values: Tensor
-    cross_keys: Tensor  # (B, H, S, d_head): projected once from the encoder output
+    cross_keys: Tensor  # (B_src, H, S, d_head): projected once from the encoder output
     cross_values: Tensor
 
 
@@ -139,16 +142,24 @@ class LeanDecoder:
         self.length = 0  # positions already in the cache
         # no padding in the source (one sentence, or beams of it): no mask to apply at all
         self.src_mask = None if bool((src_ids != PAD_ID).all()) else padding_mask(src_ids)
-        batch = src_ids.size(0)
-        shape = (batch, self.heads, capacity, self.d_head)
-        self.caches = [
-            _Cache(
-                keys=memory.new_empty(shape), values=memory.new_empty(shape),
-                cross_keys=self._heads(layer.cross_attention.w_k(memory)),
-                cross_values=self._heads(layer.cross_attention.w_v(memory)),
-            )
+        # every layer's self-attention keys [:, 0] and values [:, 1] in one tensor, so that beam
+        # search reorders them all in one copy: (layers, 2, B, H, capacity, d_head)
+        self.kv = memory.new_empty(
+            (len(model.decoder_layers), 2, src_ids.size(0), self.heads, capacity, self.d_head)
+        )
+        # the cross-attention's keys and values, one pair per layer, for the source batch as it is:
+        # the hypotheses of one sentence (beam search) all read the same ones
+        self.cross = [
+            (self._heads(layer.cross_attention.w_k(memory)),
+             self._heads(layer.cross_attention.w_v(memory)))
             for layer in model.decoder_layers
         ]
+
+    @property
+    def caches(self) -> list[_Cache]:
+        """Every layer's cache (views, not copies)."""
+        return [_Cache(self.kv[index, 0], self.kv[index, 1], keys, values)
+                for index, (keys, values) in enumerate(self.cross)]
 
     def _heads(self, x: Tensor) -> Tensor:
         """(B, L, D) → (B, H, L, d_head)."""
@@ -164,21 +175,24 @@ class LeanDecoder:
              + embedding.positions[position])  # (B, D): one new position per row
         batch, heads, d_head = y.size(0), self.heads, self.d_head
         end = position + 1
-        for weights, cache in zip(self.weights.layers, self.caches, strict=True):
+        for index, (weights, (cross_keys, cross_values)) in enumerate(
+            zip(self.weights.layers, self.cross, strict=True)
+        ):
             _enter(weights.layer)
             norm1, norm2, norm3 = weights.norms
-            q, k, v = weights.qkv(y).view(batch, 3, heads, 1, d_head).unbind(1)
-            cache.keys[:, :, position : end] = k
-            cache.values[:, :, position : end] = v
-            attended = F.scaled_dot_product_attention(
-                q, cache.keys[:, :, :end], cache.values[:, :, :end]
-            )
+            qkv = weights.qkv(y).view(batch, 3, heads, d_head)
+            self.kv[index, :, :, :, position] = qkv[:, 1:].transpose(0, 1)  # K and V: (2, B, H, d_head)
+            keys, values = self.kv[index, :, :, :, :end].unbind(0)
+            attended = F.scaled_dot_product_attention(qkv[:, 0, :, None], keys, values)
             y = norm1(y + weights.out(attended.view(batch, self.d_model)))
+            if cross_keys.size(0) != batch:  # hypotheses of one sentence share its K and V
+                cross_keys = cross_keys.expand(batch, -1, -1, -1)
+                cross_values = cross_values.expand(batch, -1, -1, -1)
             crossed = F.scaled_dot_product_attention(
-                weights.cross_q(y).view(batch, heads, 1, d_head),
-                cache.cross_keys, cache.cross_values, attn_mask=self.src_mask,
-            )
-            y = norm2(y + weights.cross_out(crossed.view(batch, self.d_model)))
+                weights.cross_q(y).view(batch, heads, 1, d_head), cross_keys, cross_values,
+                attn_mask=self.src_mask,
+            ).view(batch, self.d_model)
+            y = norm2(y + weights.cross_out(crossed))
             y = norm3(y + weights.ffn2(weights.activate(weights.ffn1(y))))
         self.length = end
         return self.mask_special(self.weights.output(y))
@@ -213,14 +227,10 @@ class LeanDecoder:
 
     def reorder(self, indices: Tensor) -> None:
         """Keep only the hypotheses at ``indices`` (beam search): rows may repeat or vanish."""
-        filled = self.length
-        for cache in self.caches:
-            for name in ("keys", "values"):
-                old = getattr(cache, name)
-                new = old.new_empty((len(indices), *old.shape[1:]))
-                new[:, :, :filled] = old[indices, :, :filled]
-                setattr(cache, name, new)
-            cache.cross_keys = cache.cross_keys[indices]
-            cache.cross_values = cache.cross_values[indices]
-        if self.src_mask is not None:
-            self.src_mask = self.src_mask[indices]
+        kv = self.kv.new_empty((*self.kv.shape[:2], len(indices), *self.kv.shape[3:]))
+        kv[:, :, :, :, : self.length] = self.kv[:, :, indices, :, : self.length]
+        self.kv = kv
+        if self.cross[0][0].size(0) > 1:  # one source per row: the rows move with their source
+            self.cross = [(keys[indices], values[indices]) for keys, values in self.cross]
+            if self.src_mask is not None:
+                self.src_mask = self.src_mask[indices]
