@@ -1,11 +1,11 @@
 """What one translation looked like inside: plain Python data, no tensors.
 
-``build_trace`` turns the tensors recorded during one encoder pass and one decoder pass into
-lists and numbers that the web pages and the JSON API read directly. The decoder pass is the
-teacher-forced replay of the tokens the decoding strategy chose: because the decoder is causal,
-position t of that pass sees exactly what decoding step t saw, so its attention rows, Add & Norm
-statistics and probabilities are the ones computed while decoding (a test checks this against the
-KV-cached step-by-step decoder).
+``Translator.trace`` turns the tensors recorded during one encoder pass and one decoder pass into
+lists and numbers that the web pages and the JSON API read directly, with the functions here. The
+decoder pass is the teacher-forced replay of the tokens the decoding strategy chose: because the
+decoder is causal, position t of that pass sees exactly what decoding step t saw, so its attention
+rows, Add & Norm statistics and probabilities are the ones computed while decoding (a test checks
+this against the KV-cached step-by-step decoder).
 """
 
 from __future__ import annotations
@@ -122,56 +122,77 @@ def _rounded_rows(digits: int, **rows: Tensor) -> dict:
     return dict(zip(rows, values, strict=True))
 
 
-def add_norm_stats(record: dict) -> dict:
-    """Per position: size of the residual stream before and after LayerNorm, plus sample values."""
-    # (4, T, D): the four vectors of every position, so each statistic is one call for all four
-    vectors = torch.stack([record[name][0] for name in ("residual", "sublayer", "sum", "normed")])
-    norms = _round(vectors.norm(dim=-1), 3)
+ADD_NORM_VECTORS = ("residual", "sublayer", "sum", "normed")
+
+
+def add_norm_stats(records: list[dict]) -> list[dict]:
+    """Per record and position: size of the residual stream before and after LayerNorm, plus samples."""
+    # records: Add & Norm records of one pass, all covering the same T positions.
+    # (4, R, T, D): vector-major, so "sum" and "normed" of every record are one contiguous block.
+    # Each statistic is one call for all records: the reductions run row by row over the last
+    # dimension, so every row gets the bits it gets when its record is reduced alone
+    # (tests/model/test_trace_lists.py checks)
+    vectors = torch.stack([record[name][0] for name in ADD_NORM_VECTORS for record in records])
+    vectors = vectors.unflatten(0, (len(ADD_NORM_VECTORS), len(records)))
+    norms = _round(vectors.norm(dim=-1), 3)  # [4][R][T]
     moments = _round(torch.stack([vectors[2:].mean(dim=-1),
-                                  vectors[2:].std(dim=-1, unbiased=False)]), 4)
-    samples = _round(vectors[2:, :, :SAMPLE_DIMS], 3)
-    return {
-        "residual_norm": norms[0], "sublayer_norm": norms[1],
-        "sum_norm": norms[2], "normed_norm": norms[3],
-        "sum_mean": moments[0][0], "sum_std": moments[1][0],
-        "normed_mean": moments[0][1], "normed_std": moments[1][1],
-        "sum_sample": samples[0], "normed_sample": samples[1],
-    }
+                                  vectors[2:].std(dim=-1, unbiased=False)]), 4)  # [2][2][R][T]
+    samples = _round(vectors[2:, :, :, :SAMPLE_DIMS], 3)  # [2][R][T][SAMPLE_DIMS]
+    return [
+        {
+            "residual_norm": norms[0][r], "sublayer_norm": norms[1][r],
+            "sum_norm": norms[2][r], "normed_norm": norms[3][r],
+            "sum_mean": moments[0][0][r], "sum_std": moments[1][0][r],
+            "normed_mean": moments[0][1][r], "normed_std": moments[1][1][r],
+            "sum_sample": samples[0][r], "normed_sample": samples[1][r],
+        }
+        for r in range(len(records))
+    ]
 
 
-def ffn_stats(record: dict, output_record: dict) -> dict:
-    """Per position: how many hidden ReLU units fire, how strongly, and which fire most."""
-    hidden = record["hidden"][0]
+def ffn_stats(records: list[dict], output_records: list[dict]) -> list[dict]:
+    """Per record and position: how many hidden ReLU units fire, how strongly, and which fire most."""
+    # records: FFN records of one pass; output_records: the Add & Norm records their outputs went to.
+    # (R, T, d_ff) and (R, T, D): one call per statistic for all layers of a pass, row by row as above
+    hidden = torch.stack([record["hidden"][0] for record in records])
+    outputs = torch.stack([record["sublayer"][0] for record in output_records])
     top = torch.topk(hidden, k=min(5, hidden.size(-1)), dim=-1)
-    return {
-        "d_ff": int(hidden.size(-1)),
-        "active_share": _round((hidden > 0).float().mean(dim=-1), 4),
-        **_rounded_rows(
-            3, hidden_norm=hidden.norm(dim=-1), output_norm=output_record["sublayer"][0].norm(dim=-1)
-        ),
-        "top_units": top.indices.tolist(),
-        "top_values": _round(top.values, 3),
-        "hidden_sample": _round(hidden[:, :SAMPLE_DIMS * 2], 3),
-    }
+    active_share = _round((hidden > 0).float().mean(dim=-1), 4)  # [R][T]
+    norms = _round(torch.stack([hidden.norm(dim=-1), outputs.norm(dim=-1)]), 3)  # [2][R][T]
+    top_units = top.indices.tolist()
+    top_values = _round(top.values, 3)  # [R][T][5]
+    samples = _round(hidden[..., :SAMPLE_DIMS * 2], 3)  # [R][T][2 * SAMPLE_DIMS]
+    return [
+        {
+            "d_ff": int(hidden.size(-1)),
+            "active_share": active_share[r],
+            "hidden_norm": norms[0][r], "output_norm": norms[1][r],
+            "top_units": top_units[r],
+            "top_values": top_values[r],
+            "hidden_sample": samples[r],
+        }
+        for r in range(len(records))
+    ]
 
 
-def heads(record: dict) -> list:
-    return _round(record["weights"][0], 5)
+def heads(records: list[dict]) -> list:
+    """Every attention record's weights, [record][head][query][key], in one conversion."""
+    return _round(torch.stack([record["weights"][0] for record in records]), 5)
 
 
 def embedding_data(record: dict) -> dict:
-    return {name: _round(record[name][0], 4) for name in ("token", "position", "sum")}
+    return _rounded_rows(4, **{name: record[name][0] for name in ("token", "position", "sum")})
 
 
 def pca_2d(states: list[Tensor]) -> list[list[list[float]]]:
     """Project every layer's token vectors onto the top two principal axes of all of them."""
+    # states: (S, D) each, all over the same S source positions, so the points split evenly
     stacked = torch.cat(states, dim=0).double()
     centred = stacked - stacked.mean(dim=0, keepdim=True)
     _, _, vh = torch.linalg.svd(centred, full_matrices=False)
     axes = vh[:2].T
-    points = (centred @ axes).float()
-    sizes = [s.size(0) for s in states]
-    return [_round(chunk, 4) for chunk in torch.split(points, sizes)]
+    points = (centred @ axes).float()  # (len(states) * S, 2)
+    return _round(points.unflatten(0, (len(states), -1)), 4)
 
 
 def entropy_per_row(probs: Tensor) -> list[float]:

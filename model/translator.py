@@ -243,33 +243,43 @@ class Translator:
         source_tokens = self.source_tokens(src_list)
         decoder_input = self.target_tokens(decoder_ids)
         steps = self._steps(logits, labels, options, len(forced))
-        encoder_layers, details = [], {}
-        for index, layer in enumerate(encoder_record["layers"]):
-            encoder_layers.append(
-                {
-                    "self_attention": heads(layer["self_attention"]),
-                    "add_norm1": add_norm_stats(layer["add_norm1"]),
-                    "ffn": ffn_stats(layer["ffn"], layer["add_norm2"]),
-                    "add_norm2": add_norm_stats(layer["add_norm2"]),
-                }
-            )
-            details[("encoder", index)] = layer["self_attention"]
-        decoder_layers = []
-        for index, layer in enumerate(decoder_record["layers"]):
-            decoder_layers.append(
-                {
-                    "self_attention": heads(layer["self_attention"]),
-                    "add_norm1": add_norm_stats(layer["add_norm1"]),
-                    "cross_attention": heads(layer["cross_attention"]),
-                    "add_norm2": add_norm_stats(layer["add_norm2"]),
-                    "ffn": ffn_stats(layer["ffn"], layer["add_norm3"]),
-                    "add_norm3": add_norm_stats(layer["add_norm3"]),
-                }
-            )
+        encoder, decoder = encoder_record["layers"], decoder_record["layers"]
+
+        def records(layers: list[dict], *names: str) -> list[dict]:
+            """Every layer's ``names`` records, name by name."""
+            return [layer[name] for name in names for layer in layers]
+
+        def by_layer(**columns: list) -> list[dict]:
+            """Per-layer dicts from per-statistic lists (each over all layers of a pass)."""
+            return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
+
+        # each statistic is computed for all records of a pass at once (they all cover the same
+        # positions): a few conversions per pass instead of a few per record
+        n = len(encoder)
+        # every layer's add_norm1, then every layer's add_norm2
+        norms = add_norm_stats(records(encoder, "add_norm1", "add_norm2"))
+        encoder_layers = by_layer(
+            self_attention=heads(records(encoder, "self_attention")),
+            add_norm1=norms[:n],
+            ffn=ffn_stats(records(encoder, "ffn"), records(encoder, "add_norm2")),
+            add_norm2=norms[n:],
+        )
+        n = len(decoder)
+        norms = add_norm_stats(records(decoder, "add_norm1", "add_norm2", "add_norm3"))
+        decoder_layers = by_layer(
+            self_attention=heads(records(decoder, "self_attention")),
+            add_norm1=norms[:n],
+            cross_attention=heads(records(decoder, "cross_attention")),
+            add_norm2=norms[n : 2 * n],
+            ffn=ffn_stats(records(decoder, "ffn"), records(decoder, "add_norm3")),
+            add_norm3=norms[2 * n :],
+        )
+        details = {("encoder", index): layer["self_attention"] for index, layer in enumerate(encoder)}
+        for index, layer in enumerate(decoder):
             details[("decoder_self", index)] = layer["self_attention"]
             details[("cross", index)] = layer["cross_attention"]
         states = [encoder_record["embedding"]["sum"][0]] + [
-            layer["add_norm2"]["normed"][0] for layer in encoder_record["layers"]
+            layer["add_norm2"]["normed"][0] for layer in encoder
         ]
         beam = [
             BeamNodeInfo(
@@ -377,6 +387,7 @@ class Translator:
     def _steps(
         self, logits: torch.Tensor, labels: list[int], options: DecodingOptions, n_forced: int
     ) -> list[Step]:
+        """Per decoded position: the chosen token's probability, the entropy and the top candidates."""
         probs = torch.softmax(logits.float(), dim=-1)
         if options.strategy == "sample":
             sample_probs = filter_distribution(
@@ -395,8 +406,9 @@ class Translator:
         entropies = entropy_per_row(probs[:count])
         token = self.chinese.id_to_token
         steps = []
-        for position, label in enumerate(labels):
-            p = label_probs[position]
+        for position, (label, p, entropy, ids, id_probs, id_sample_probs) in enumerate(
+            zip(labels, label_probs, entropies, top_ids, top_probs, top_sample, strict=True)
+        ):
             steps.append(
                 Step(
                     position=position,
@@ -404,15 +416,13 @@ class Translator:
                     id=label,
                     prob=round(p, 6),
                     log_prob=round(math.log(max(p, 1e-30)), 5),
-                    entropy=round(entropies[position], 5),
+                    entropy=round(entropy, 5),
                     forced=position < n_forced,
+                    # Candidate(token, id, prob, sample_prob) by position: with ten per step,
+                    # keyword arguments cost a sizeable share of the loop
                     top=[
-                        Candidate(token=token(i), id=i, prob=round(prob, 6),
-                                  sample_prob=round(sample, 6))
-                        for i, prob, sample in zip(
-                            top_ids[position], top_probs[position], top_sample[position],
-                            strict=True,
-                        )
+                        Candidate(token(i), i, round(prob, 6), round(sample, 6))
+                        for i, prob, sample in zip(ids, id_probs, id_sample_probs, strict=True)
                     ],
                 )
             )
