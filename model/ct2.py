@@ -29,9 +29,13 @@ def ctranslate2_spec(translator: Translator):
     from ctranslate2.specs import common_spec, transformer_spec
 
     model, config = translator.model, translator.config
+    activations = {"relu": common_spec.Activation.RELU, "silu": common_spec.Activation.SWISH,
+                   "swish": common_spec.Activation.SWISH, "gelu": common_spec.Activation.GELU}
+    if config.activation not in activations:
+        raise ValueError(f"no CTranslate2 activation for {config.activation!r}")
     spec = transformer_spec.TransformerSpec.from_config(
         (config.n_encoder_layers, config.n_decoder_layers), config.n_heads, pre_norm=False,
-        activation=common_spec.Activation.RELU,
+        activation=activations[config.activation],
     )
 
     def numpy(tensor: torch.Tensor) -> np.ndarray:
@@ -46,7 +50,7 @@ def ctranslate2_spec(translator: Translator):
 
     def embeddings(target, table, embedding) -> None:
         table.weight = numpy(embedding.tokens.weight)
-        target.scale_embeddings = True
+        target.scale_embeddings = embedding.scale != 1.0  # by √d_model, or not at all
         target.position_encodings.encodings = numpy(embedding.positions)
 
     embeddings(spec.encoder, spec.encoder.embeddings[0], model.src_embedding)

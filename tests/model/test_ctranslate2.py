@@ -22,3 +22,18 @@ def test_converted_weights_translate_like_ours(tiny_translator, tmp_path):
         src = torch.tensor([tiny_translator.source_ids(text)])
         ours = generate(tiny_translator.model, src, options).tokens
         assert ct2_decode(engine, tiny_translator, text, options) == ours, text
+
+
+def test_a_marian_model_converts_with_its_own_activation_and_scaling(tiny_marian):
+    """SiLU FFNs and Marian's position table: the converted copy still decodes like ours, so a
+    Marian model loaded with --model gets useful drafts too."""
+    from model.ct2 import load
+    from model.marian import MarianTranslator
+
+    marian = MarianTranslator.load(tiny_marian)
+    assert marian.config.activation != "relu"
+    engine = load(marian, "float32")
+    options = DecodingOptions(max_len=12)
+    for text in ["The cat sits on the mat.", "Where is the station?", "We are students."]:
+        src = torch.tensor([marian.source_ids(text)])
+        assert ct2_decode(engine, marian, text, options) == generate(marian.model, src, options).tokens
