@@ -3,9 +3,10 @@ drafter whose proposals the traced translation checks with our own model.
 
 ``ctranslate2_spec`` lays our tensors out as a CTranslate2 post-norm Transformer (same weights,
 same vocabularies); ``convert`` writes it to a folder. ``Drafter`` loads it quantised to int8 and
-proposes greedy translations in a few milliseconds. A proposal is only a guess: the traced
-translation replays it through our own model and keeps a token only where our model's most likely
-token is that token (``Translator`` explains how), so what the pages show never depends on it.
+proposes greedy translations in a few milliseconds (and in float32 for a second guess). A proposal
+is only a guess: the traced translation replays it through our own model and keeps a token only
+where our model's most likely token is that token (``Translator`` explains how), so what the pages
+show never depends on it.
 """
 
 from __future__ import annotations
@@ -114,11 +115,14 @@ def load(translator: Translator, compute_type: str = "float32", threads: int = 1
 
 
 class Drafter:
-    """Greedy proposals from ``translator``'s weights in CTranslate2 int8: fast, nearly always
-    our model's own greedy choice, and never trusted (see the module docstring)."""
+    """Greedy proposals from ``translator``'s weights in CTranslate2: a first guess from an int8
+    copy (fast, nearly always our model's own greedy choice), later guesses — after our model
+    corrected one — from a float32 copy, which computes what our model computes to ~1e-5. Never
+    trusted either way (see the module docstring)."""
 
-    def __init__(self, translator: Translator, compute_type: str = "int8"):
-        self.engine = load(translator, compute_type, threads=max(1, torch.get_num_threads()))
+    def __init__(self, translator: Translator, compute_types: tuple[str, ...] = ("int8", "float32")):
+        threads = max(1, torch.get_num_threads())
+        self.engines = [load(translator, compute_type, threads) for compute_type in compute_types]
         self.english = translator.english
         self.chinese = translator.chinese
         self.never = [[self.chinese.id_to_token(PAD_ID)], [self.chinese.id_to_token(BOS_ID)]]
@@ -133,11 +137,14 @@ class Drafter:
                                                 "by step", error)
             return None
 
-    def propose(self, source_ids: list[int], prefix: list[int], max_len: int) -> list[int] | None:
+    def propose(self, source_ids: list[int], prefix: list[int], max_len: int,
+                attempt: int = 0) -> list[int] | None:
         """``prefix`` (target ids) and a greedy continuation for ``source_ids``: at most ``max_len``
-        tokens in all, fewer when it ended with <eos>; None if CTranslate2 did not keep the prefix."""
+        tokens in all, fewer when it ended with <eos>; None if CTranslate2 did not keep the prefix.
+        ``attempt`` 0 asks the int8 copy, later attempts the float32 one."""
         token = self.chinese.id_to_token
-        result = self.engine.translate_batch(
+        engine = self.engines[min(attempt, len(self.engines) - 1)]
+        result = engine.translate_batch(
             [[self.english.id_to_token(i) for i in source_ids]],
             target_prefix=[[token(i) for i in prefix]] if prefix else None,
             beam_size=1, max_decoding_length=max_len, suppress_sequences=self.never,

@@ -324,19 +324,20 @@ class Translator:
         the result, the replay's logits (T, V) with <pad>/<bos> masked, and what it recorded.
 
         Greedy decoding has a shortcut. Its tokens are by definition the ones the replay picks
-        (the most likely token at every position, each position seeing only the tokens before
-        it), so a guess can be checked by the replay the trace runs anyway: a fast int8 copy of the
+        (the most likely token at every position, each position seeing only the tokens before it),
+        so a guess can be checked by the replay the trace runs anyway: a fast int8 copy of the
         model in CTranslate2 (``model/ct2.py``) proposes the translation, the replay scores it,
-        and every token up to the first position where our model prefers another one is kept.
-        From there the draft is corrected with our model's choice and continued, and replayed
-        again. What is returned is always a replay whose every token our model chose, so each
-        number shown comes from our model, not from the draft. After ``DRAFT_ROUNDS`` replays,
-        or with no CTranslate2, decoding runs step by step as for every other strategy.
+        and every token up to the first position where our model prefers another one is kept. From
+        there the draft is corrected with our model's choice and continued (by a float32 copy,
+        which nearly always agrees with our model to the end), and replayed again. What is
+        returned is always a replay whose every token our model chose, so each number shown comes
+        from our model, not from the draft. After ``DRAFT_ROUNDS`` replays, or with no
+        CTranslate2, decoding runs step by step as for every other strategy.
         """
         plain_greedy = options.strategy == "greedy" and options.use_cache and EOS_ID not in forced
         drafter = self.drafter() if plain_greedy else None
         tokens = drafter.propose(src_list, forced, options.max_len) if drafter else None
-        for _ in range(DRAFT_ROUNDS if drafter else 0):
+        for attempt in range(1, DRAFT_ROUNDS + 1 if drafter else 0):
             if tokens is None:
                 break
             result = DecodeResult(tokens, finished=len(tokens) < options.max_len)
@@ -350,7 +351,7 @@ class Translator:
             if chosen[wrong] == EOS_ID:
                 tokens.pop()  # ends here: replaying it needs no further draft
             elif len(tokens) < options.max_len:
-                tokens = drafter.propose(src_list, tokens, options.max_len)
+                tokens = drafter.propose(src_list, tokens, options.max_len, attempt=attempt)
         result = generate(self.model, src, options, forced_prefix=forced, memory=memory)
         logits, decoder_record = self._replay(result, memory, src, record)
         return result, logits, decoder_record

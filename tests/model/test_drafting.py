@@ -35,9 +35,11 @@ class Scripted:
     def __init__(self, script):
         self.script = script
         self.calls = 0
+        self.attempts: list[int] = []
 
-    def propose(self, source_ids, prefix, max_len):
+    def propose(self, source_ids, prefix, max_len, attempt=0):
         self.calls += 1
+        self.attempts.append(attempt)
         return self.script(list(source_ids), list(prefix), max_len)
 
 
@@ -85,6 +87,8 @@ def test_any_draft_gives_our_models_greedy_trace(tiny_translator, case, options,
     expected = with_drafter(tiny_translator, None).trace(text, options, forced_prefix=forced)
     assert shown(with_drafter(tiny_translator, drafter).trace(text, options, forced)) == shown(expected)
     assert drafter.calls >= 1
+    # the first guess is the fast one's; each later guess follows a correction by our model
+    assert drafter.attempts[0] == 0 and drafter.attempts == sorted(set(drafter.attempts))
 
 
 def test_a_draft_that_runs_past_the_end_is_cut_where_our_model_ends(shipped_translator):
@@ -101,7 +105,7 @@ def test_a_right_draft_is_checked_once(shipped_translator):
     expected = with_drafter(shipped_translator, None).trace(text)
     right = Scripted(lambda source, prefix, max_len: expected.target_ids)
     assert shown(with_drafter(shipped_translator, right).trace(text)) == shown(expected)
-    assert right.calls == 1
+    assert right.attempts == [0]
 
 
 @pytest.mark.parametrize("options", [
