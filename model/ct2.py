@@ -144,11 +144,15 @@ class Drafter:
         ``attempt`` 0 asks the int8 copy, later attempts the float32 one."""
         token = self.chinese.id_to_token
         engine = self.engines[min(attempt, len(self.engines) - 1)]
-        result = engine.translate_batch(
-            [[self.english.id_to_token(i) for i in source_ids]],
-            target_prefix=[[token(i) for i in prefix]] if prefix else None,
-            beam_size=1, max_decoding_length=max_len, suppress_sequences=self.never,
-        )
-        index = self.chinese.index
-        tokens = [index[t] for t in result[0].hypotheses[0]][:max_len]
-        return tokens if tokens[: len(prefix)] == prefix else None
+        try:
+            result = engine.translate_batch(
+                [[self.english.id_to_token(i) for i in source_ids]],
+                target_prefix=[[token(i) for i in prefix]] if prefix else None,
+                beam_size=1, max_decoding_length=max_len, suppress_sequences=self.never,
+            )
+        except (RuntimeError, ValueError):  # a guess is optional: decoding proper takes over
+            return None
+        tokens = [self.chinese.index.get(t) for t in result[0].hypotheses[0]][:max_len]
+        if None in tokens or tokens[: len(prefix)] != prefix:
+            return None
+        return tokens

@@ -119,3 +119,32 @@ def test_only_cached_greedy_decoding_is_drafted(tiny_translator, options):
     trace = with_drafter(tiny_translator, drafter).trace(text, options)
     assert drafter.calls == 0
     assert shown(trace) == shown(with_drafter(tiny_translator, None).trace(text, options))
+
+
+class _Answer:
+    def __init__(self, hypotheses):
+        self.hypotheses = hypotheses
+
+
+class _Engine:
+    """Stands in for a CTranslate2 copy that fails, or answers a token we do not have."""
+
+    def __init__(self, answer):
+        self.answer = answer
+
+    def translate_batch(self, *args, **kwargs):
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return [_Answer([self.answer])]
+
+
+@pytest.mark.parametrize("answer", [RuntimeError("engine failed"), ["猫", "not a character"]])
+def test_a_failing_copy_proposes_nothing_and_decoding_proper_takes_over(tiny_translator, answer):
+    from model.ct2 import Drafter
+
+    drafter = Drafter(tiny_translator)
+    drafter.engines = [_Engine(answer)]
+    assert drafter.propose(tiny_translator.source_ids("We are students."), [], 12) is None
+    text, options = "We are students.", DecodingOptions(max_len=12)
+    expected = with_drafter(tiny_translator, None).trace(text, options)
+    assert shown(with_drafter(tiny_translator, drafter).trace(text, options)) == shown(expected)
