@@ -3,7 +3,8 @@
 #   docker build -t inside-transformer .
 #   docker run --rm -p 8000:8000 inside-transformer          # then open http://localhost:8000
 #
-# Settings are ITT_* environment variables (see app/settings.py), e.g. -e ITT_WORKERS=2.
+# Settings are ITT_* environment variables (see app/settings.py), e.g. -e ITT_WORKERS=2 (default:
+# one worker per CPU core the container may use, at most 4).
 #
 # A pretrained Hugging Face Marian model (e.g. Helsinki-NLP/opus-mt-en-zh) instead: build with the
 # optional packages, then mount the model folder and point ITT_MODEL at it (README: "Use a real

@@ -71,7 +71,8 @@ def parser(prog: str, with_command: bool) -> argparse.ArgumentParser:
                    help="checkpoint folder (default model/checkpoints, env ITT_CHECKPOINT)")
     p.add_argument("--model", help="serve this model instead: a local Hugging Face Marian folder "
                    "(e.g. opus-mt-en-zh), a checkpoint folder, or a hub id (env ITT_MODEL)")
-    p.add_argument("--workers", type=int, help="worker processes (default 1, env ITT_WORKERS)")
+    p.add_argument("--workers", type=int, help="worker processes (default 0: one per usable "
+                   "CPU core, at most 4; env ITT_WORKERS)")
     return p
 
 
@@ -99,7 +100,8 @@ def serve(argv: list[str] | None = None, prog: str = "python -m app",
     common = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
                   proxy_headers=False, server_header=False, access_log=not settings.access_log,
                   http=HeaderTimeoutProtocol, limit_concurrency=settings.max_connections)
-    if settings.workers == 1:
+    workers = settings.worker_count
+    if workers == 1:
         from app.main import create_app
         from model.loading import load_translator
         from model.translator import CheckpointError
@@ -108,6 +110,7 @@ def serve(argv: list[str] | None = None, prog: str = "python -m app",
             translator = load_translator(settings.model_source)
         except CheckpointError as error:
             p.exit(2, f"error: {error}\n")
+        logging.getLogger("app").info("serving with 1 worker process")
         uvicorn.run(create_app(settings, translator), **common)
         return
     # Several processes: each worker builds its own app (and loads the model) from the environment.
@@ -120,7 +123,9 @@ def serve(argv: list[str] | None = None, prog: str = "python -m app",
     for name, value in settings.model_dump().items():
         if value is not None:
             os.environ[f"ITT_{name.upper()}"] = str(value)
-    uvicorn.run("app.main:create_app", factory=True, workers=settings.workers, **common)
+    os.environ["ITT_WORKERS"] = str(workers)
+    logging.getLogger("app").info("serving with %d worker processes", workers)
+    uvicorn.run("app.main:create_app", factory=True, workers=workers, **common)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -3,6 +3,8 @@ the defaults below."""
 
 from __future__ import annotations
 
+import math
+import os
 from pathlib import Path
 
 from pydantic import Field
@@ -10,6 +12,21 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # model/checkpoints, spelled out here so that reading settings never imports torch
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "model" / "checkpoints"
+AUTO_WORKERS_MAX = 4  # what ``--workers 0`` starts at most: 4 models are ~2 GB of memory
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # a container's CPU limit (cgroup v2)
+
+
+def usable_cores(cpu_max: Path = CGROUP_CPU_MAX) -> int:
+    """The CPU cores this process may run on: its affinity, lowered to a container's CPU limit
+    (``docker run --cpus 2`` leaves every core in the affinity but allows only two cores' time)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        quota, period = cpu_max.read_text().split()
+        if quota != "max":
+            cores = min(cores or 1, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 limit to read
+    return max(1, cores or 1)
 
 
 class Settings(BaseSettings):
@@ -21,12 +38,9 @@ class Settings(BaseSettings):
     # a model to serve instead: a local Hugging Face Marian folder (e.g. opus-mt-en-zh) or a
     # checkpoint folder, or a hub id (downloaded only where the machine can reach the hub)
     model: str | None = None
-
-    @property
-    def model_source(self) -> str:
-        """What to load: ``model`` if set, else ``checkpoint``."""
-        return self.model or str(self.checkpoint)
-    workers: int = Field(1, ge=1, le=32)  # uvicorn worker processes; each loads the model once
+    # uvicorn worker processes, each with its own model (~0.5 GB) and cache; 0 (the default):
+    # one per CPU core this server may use, at most AUTO_WORKERS_MAX (see ``worker_count``)
+    workers: int = Field(0, ge=0, le=32)
     cache_size: int = Field(64, ge=1, le=4096)  # traces kept in memory (LRU), per process
     # ... and at most this many MB of them (estimated): one sampled trace at max_len 128 is ~25 MB
     cache_mb: float = Field(256, ge=1, le=65536)
@@ -44,3 +58,14 @@ class Settings(BaseSettings):
     # the matrices are small, and a second thread slowed every request down (see bench/README.md).
     torch_threads: int = Field(1, ge=0, le=64)
     access_log: bool = True  # one JSON line per request on stderr (logger app.access)
+
+    @property
+    def model_source(self) -> str:
+        """What to load: ``model`` if set, else ``checkpoint``."""
+        return self.model or str(self.checkpoint)
+
+    @property
+    def worker_count(self) -> int:
+        """``workers``, or with 0 one per usable core up to AUTO_WORKERS_MAX: every worker decodes
+        on one thread (``torch_threads``), so one per core keeps every core busy under load."""
+        return self.workers or min(usable_cores(), AUTO_WORKERS_MAX)

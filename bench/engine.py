@@ -11,6 +11,9 @@ process and one thread each, for the same unseen ~10-word sentences:
 - ``translate`` — Translator.translate(): the translation and its per-step probabilities,
 - ``decode``    — model.decoding.generate() alone: the tokens, nothing recorded,
 - ``draft``     — the int8 draft alone (greedy only),
+- ``floor``     — the least a drafted greedy trace can run and still show our model's numbers: the
+                  int8 draft, our encoder and one teacher-forced replay of the draft, with nothing
+                  recorded and no lists built (greedy only; a right draft assumed),
 - ``ct2``       — CTranslate2 float32 ``translate_batch`` with the same strategy,
 
 for greedy and for beam 4, and prints p50/p90, the ratios to CTranslate2, whether every output is
@@ -44,6 +47,16 @@ def ct2_decode(engine, translator: Translator, text: str, options: DecodingOptio
     return [chinese.index[token] for token in result[0].hypotheses[0]]
 
 
+@torch.inference_mode()
+def floor(translator: Translator, drafter: ct2.Drafter, src: torch.Tensor,
+          options: DecodingOptions) -> torch.Tensor:
+    """Draft, encode, replay once: the passes a drafted greedy trace cannot skip. Their logits
+    are the ones the trace shows; recording them and turning them into lists come on top."""
+    tokens = drafter.propose(src[0].tolist(), [], options.max_len)
+    memory = translator.model.encode(src)
+    return translator.model.decode(torch.tensor([[BOS_ID, *tokens]]), memory, src)
+
+
 def compare(translator: Translator, engine, texts: list[str], options: DecodingOptions,
             repeats: int) -> dict:
     """Every path on every sentence, interleaved (trace, translate, decode, ct2, trace, …)."""
@@ -59,6 +72,7 @@ def compare(translator: Translator, engine, texts: list[str], options: DecodingO
     }
     if options.strategy == "greedy" and drafter is not None:
         paths["draft"] = lambda text, src: drafter.propose(src[0].tolist(), [], options.max_len)
+        paths["floor"] = lambda text, src: floor(translator, drafter, src, options)
     for text in texts[:3]:  # warm-up
         for path in paths.values():
             path(text, torch.tensor([translator.source_ids(text)]))

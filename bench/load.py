@@ -365,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", action="store_true", help="one sentence (cached after the first)")
     parser.add_argument("--url", help="an already running server; otherwise one is started")
     parser.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int,
+                        help="worker processes (default: the server's, one per core)")
     parser.add_argument("--scenario", choices=["trace", "burst", "classroom"], default="trace")
     parser.add_argument("--burst", type=int, default=32, help="requests at once (burst)")
     parser.add_argument("--students", type=int, default=60, help="students (classroom)")

@@ -30,7 +30,7 @@ def free_port() -> int:
 class LiveServer:
     """``python -m app`` on 127.0.0.1:<free port>; stops (SIGTERM, then SIGKILL) on exit."""
 
-    def __init__(self, checkpoint: Path | str | None = None, workers: int = 1,
+    def __init__(self, checkpoint: Path | str | None = None, workers: int | None = 1,
                  env: dict[str, str] | None = None, log: Path | None = None,
                  startup_s: float = 120.0):
         self.checkpoint = checkpoint
@@ -43,8 +43,9 @@ class LiveServer:
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> LiveServer:
-        command = [sys.executable, "-m", "app", "--port", str(self.port),
-                   "--workers", str(self.workers)]
+        command = [sys.executable, "-m", "app", "--port", str(self.port)]
+        if self.workers is not None:  # None: the server's default (one per core, app/settings.py)
+            command += ["--workers", str(self.workers)]
         if self.checkpoint is not None:
             command += ["--checkpoint", str(self.checkpoint)]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}

@@ -7,20 +7,42 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app.settings import Settings
+from app.settings import AUTO_WORKERS_MAX, Settings, usable_cores
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_settings_defaults_and_environment(monkeypatch, tmp_path):
     settings = Settings()
-    assert (settings.host, settings.port, settings.workers) == ("127.0.0.1", 8000, 1)
+    assert (settings.host, settings.port, settings.workers) == ("127.0.0.1", 8000, 0)
     assert settings.checkpoint == ROOT / "model" / "checkpoints"
     monkeypatch.setenv("ITT_CHECKPOINT", str(tmp_path))
     monkeypatch.setenv("ITT_PORT", "9123")
     settings = Settings()
     assert settings.checkpoint == tmp_path and settings.port == 9123
     assert Settings(port=9000).port == 9000  # flags win over the environment
+
+
+def test_default_workers_one_per_usable_core(monkeypatch, tmp_path):
+    """``workers`` 0 (the default) starts one worker per core the server may use, at most
+    AUTO_WORKERS_MAX; a container's CPU limit (cgroup v2 ``cpu.max``) lowers the count."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)))
+    limit = tmp_path / "cpu.max"
+    assert usable_cores(limit) == 16  # no file: the affinity decides
+    limit.write_text("max 100000\n")
+    assert usable_cores(limit) == 16
+    limit.write_text("150000 100000\n")  # docker run --cpus 1.5
+    assert usable_cores(limit) == 2
+    limit.write_text("garbage\n")
+    assert usable_cores(limit) == 16
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert Settings().worker_count == min(usable_cores(), AUTO_WORKERS_MAX) <= 2
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)))
+    assert Settings().worker_count == min(usable_cores(), AUTO_WORKERS_MAX)
+    assert 1 <= Settings().worker_count <= AUTO_WORKERS_MAX
+    assert Settings(workers=3).worker_count == 3  # an explicit count is kept as it is
+    monkeypatch.setenv("ITT_WORKERS", "2")
+    assert Settings().worker_count == 2
 
 
 def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
