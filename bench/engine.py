@@ -1,6 +1,6 @@
 """Our traced translation against a real inference engine (CTranslate2) on the same weights.
 
-    python -m bench.engine [--checkpoint DIR] [--sentences 20] [--repeats 3]
+    python -m bench.engine [--checkpoint DIR] [--sentences 20] [--repeats 3] [--greedy-only]
 
 Converts the checkpoint to CTranslate2 float32 (``model/ct2.py``), then times, interleaved in one
 process and one thread each, for the same unseen ~10-word sentences:
@@ -99,6 +99,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", type=Path, default=DEFAULT_CHECKPOINT)
     parser.add_argument("--sentences", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per sentence and path")
+    parser.add_argument("--greedy-only", action="store_true", help="skip the two beam-4 comparisons")
     args = parser.parse_args()
 
     torch.set_num_threads(1)
@@ -113,6 +114,8 @@ def main() -> None:
         ("beam 4, no length penalty", DecodingOptions(strategy="beam", beam_size=4,
                                                       length_penalty=0.0)),
     ):
+        if args.greedy_only and options.strategy != "greedy":
+            continue
         result = compare(translator, engine, texts, options, args.repeats)
         stats = result["stats"]
         base = stats["ct2"]

@@ -37,3 +37,27 @@ def test_a_marian_model_converts_with_its_own_activation_and_scaling(tiny_marian
     for text in ["The cat sits on the mat.", "Where is the station?", "We are students."]:
         src = torch.tensor([marian.source_ids(text)])
         assert ct2_decode(engine, marian, text, options) == generate(marian.model, src, options).tokens
+
+
+def test_the_engine_floor_runs_the_passes_whose_numbers_the_trace_shows(shipped_translator):
+    """bench.engine's ``floor`` (draft, encoder, one replay, nothing recorded) is a lower bound of a
+    drafted trace only if it computes what the trace shows: where the draft is right, its logits
+    give every probability of the trace's steps."""
+    from bench.engine import floor
+    from model.decoding import mask_special
+
+    drafter = shipped_translator.drafter()
+    assert drafter is not None
+    options = DecodingOptions()
+    checked = 0
+    for text in ["The cat sits on the mat.", "We will meet at the station tomorrow.",
+                 "She bought three books for her brother.", "I like tea very much."]:
+        src = torch.tensor([shipped_translator.source_ids(text)])
+        trace = shipped_translator.trace(text, options)
+        if drafter.propose(src[0].tolist(), [], options.max_len) != trace.target_ids or not trace.finished:
+            continue  # the floor assumes a right draft
+        probs = torch.softmax(mask_special(floor(shipped_translator, drafter, src, options)[0]), dim=-1)
+        assert [round(probs[i, step.id].item(), 6) for i, step in enumerate(trace.steps)] == [
+            step.prob for step in trace.steps]
+        checked += 1
+    assert checked >= 2
