@@ -66,13 +66,22 @@ def render_page(request: Request, page: str, lang: str, **context) -> HTMLRespon
     )
 
 
+ACTIVATION_NAMES = {"relu": "ReLU", "swish": "SiLU", "silu": "SiLU", "gelu": "GELU"}
+
+
+def activation_name(config) -> str:
+    """The FFN's non-linearity as the pages name it: ReLU for this project's model, SiLU for
+    Hugging Face Marian ones."""
+    return ACTIVATION_NAMES.get(config.activation, config.activation)
+
+
 def model_line(translator, t: Translate) -> dict:
-    """What the footer says about the model being served: its name, kind and languages, and
-    whether its FFN uses another activation than the ReLU the pages describe."""
+    """What the footer says about the model being served: its name, kind and languages, its FFN
+    activation, and a note when that is not the ReLU of this project's own model."""
     about = translator.about
     lang = "zh" if t.lang == "zh" else "en"
     config = translator.config
-    activation = {"swish": "SiLU", "silu": "SiLU", "gelu": "GELU"}.get(config.activation)
+    activation = activation_name(config)
     return {
         "kind": about["kind"],
         "name": about["name"],
@@ -81,7 +90,8 @@ def model_line(translator, t: Translate) -> dict:
                   layers=f"{config.n_encoder_layers}+{config.n_decoder_layers}",
                   heads=config.n_heads,
                   vocab=f"{about.get('vocab_size', translator.chinese.vocab_size):,}"),
-        "activation_note": t("site.model_activation", act=activation) if activation else "",
+        "activation": activation,
+        "activation_note": "" if activation == "ReLU" else t("site.model_activation", act=activation),
     }
 
 

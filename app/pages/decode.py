@@ -19,7 +19,7 @@ from pydantic import Field
 from app.api import summary, timed
 from app.deps import EngineDep, LanguageDep, page_text
 from app.engine import Engine
-from app.layout import render_page
+from app.layout import activation_name, render_page
 from app.plots import (
     ATTENTION_SCALE,
     BLUE,
@@ -96,7 +96,8 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
         "step": t("common.step"),
         "sampled_from": t("decode.sampled_from"),
         "p_model": t("decode.p_model"),
-        **{name: t(f"ffn.{name}") for name in ("unit", "activation", "ffn_input", "ffn_output")},
+        **{name: t(f"ffn.{name}") for name in ("unit", "ffn_input", "ffn_output")},
+        "activation": t("ffn.activation", act=activation_name(engine.translator.config)),
     }
     return {
         **summary(trace),

@@ -145,7 +145,7 @@
         return [t("xray.cross_attention"), t("xray.attention_shape", { n, d, h: cfg.n_heads, k: d / cfg.n_heads })];
       case "add_norm1": case "add_norm2": case "add_norm3":
         return [t("xray.add_norm"), t("xray.add_norm_shape", { d })];
-      case "ffn": return [t("xray.ffn"), t("xray.ffn_shape", { d, ff: cfg.d_ff })];
+      case "ffn": return [t("xray.ffn"), t("xray.ffn_shape", { d, ff: cfg.d_ff, act: cfg.activation })];
       case "output": return [t("xray.output"), t("xray.output_shape", { d, v: sizes.vocab_zh ?? "?" })];
       default: return [t("xray.chosen"), t("xray.chosen_shape")];
     }
@@ -631,7 +631,7 @@
         }
         case "ffn": {
           const share = layer.ffn.active_share.reduce((a, b) => a + b, 0) / layer.ffn.active_share.length;
-          text = t("xray.n.enc.ffn", { d: cfg.d_model, ff: cfg.d_ff, layer: layerLabel(L), share: fixed(share * 100, 1) });
+          text = t("xray.n.enc.ffn", { d: cfg.d_model, ff: cfg.d_ff, act: cfg.activation, layer: layerLabel(L), share: fixed(share * 100, 1) });
           break;
         }
         default:
@@ -671,7 +671,7 @@
           break;
         }
         case "ffn":
-          text = t("xray.n.dec.ffn", { d: cfg.d_model, ff: cfg.d_ff, cur, layer: layerLabel(L),
+          text = t("xray.n.dec.ffn", { d: cfg.d_model, ff: cfg.d_ff, act: cfg.activation, cur, layer: layerLabel(L),
             share: fixed(layer.ffn.active_share[p] * 100, 1) });
           break;
         default: {
@@ -1344,8 +1344,8 @@
     } else if (data.block === "ffn") {
       parts.push(vectorStep("x", t("xray.b.x", { p: data.position }), data.x));
       parts.push(previewStep("w_1", t("xray.b.w1"), data.weights.w_1));
-      parts.push(vectorStep("pre", t("xray.b.pre"), data.pre));
-      const hidden = vectorStep("hidden", t("xray.b.hidden", { n: data.active, ff: s.d_ff }), data.hidden);
+      parts.push(vectorStep("pre", t("xray.b.pre", { act: cfg.activation }), data.pre));
+      const hidden = vectorStep("hidden", t("xray.b.hidden", { n: data.active, ff: s.d_ff, act: cfg.activation }), data.hidden);
       hidden.dataset.active = data.active;
       parts.push(hidden);
       parts.push(previewStep("w_2", t("xray.b.w2"), data.weights.w_2));

@@ -3,6 +3,7 @@ JSON route answering, the footer naming the model, /training saying what belongs
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -50,10 +51,27 @@ def test_every_page_renders_and_names_the_model(marian_client, tiny_marian):
             line = re.search(r'<p class="model-line"[^>]*>(.*?)</p>', response.text, re.S).group(1)
             assert tiny_marian.name in line and "Marian" in line
             assert ("English → Chinese" if lang == "en" else "英语 → 中文") in line
-            assert "SiLU" in line  # the FFN activation the pages' ReLU wording does not fit
+            assert "SiLU" in line  # the FFN activation, unlike our own model's ReLU
     marian_client.cookies.clear()
     training = marian_client.get("/training").text
     assert 'id="marian-training"' in training
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_pages_name_the_models_own_ffn_activation(marian_client, app_client, lang):
+    """A Marian model's FFN is SiLU: the decode page's FFN box and the x-ray's labels (from the
+    page data) say so, and describe what SiLU does; our model's pages say ReLU, with no note."""
+    for client, act, other in ((marian_client, "SiLU", "ReLU"), (app_client, "ReLU", "SiLU")):
+        client.cookies.set("lang", lang)
+        html = client.get("/decode").text
+        box = re.search(r'id="box-ffn">(.*?)</section>', html, re.S).group(1)
+        assert act in box and other not in box
+        assert ("sigmoid" in box) == (act == "SiLU")
+        data = json.loads(re.search(r'id="page-data">(.*?)</script>', client.get("/").text).group(1))
+        assert data["config"]["activation"] == act
+        line = re.search(r'<p class="model-line"[^>]*>(.*?)</p>', html, re.S).group(1)
+        assert (act in line) == (act == "SiLU")
+        client.cookies.clear()
 
 
 def test_model_api_counts_the_hf_tensors(marian_client):
