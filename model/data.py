@@ -24,9 +24,20 @@ PLAIN_FILES = {
     "tico": "tico19-en-zh.tsv",
     "ntrex": "ntrex128-en-zh.tsv",
 }
+# added 2026-12-01 (English<TAB>Chinese<TAB>attribution); read when present, so a data folder of
+# the earlier kind still loads. The Bible is archaic on both sides: only read when asked for.
+NEW_FILES = {
+    "tatoeba_extra": "tatoeba-extra-cmn-eng.tsv",
+    "un": "un-devset-en-zh.tsv",
+}
+BIBLE_FILE = "bible-kjv-cuvs-en-zh.tsv"
 # held-out sentences per domain: (test, dev). Tatoeba's and HSK's come first and are drawn exactly
 # as before the wider domains were added, so their test sets stay comparable across models.
 HELD_OUT = {"captions": (500, 200), "tico": (300, 100), "ntrex": (300, 100)}
+# the domains added later draw their held-out sentences after the ones above (so those stay
+# exactly as they were) and only from English no other source has, so an earlier model that
+# trained on the other sources has seen none of them either.
+HELD_OUT_NEW = {"tatoeba_extra": (300, 100), "un": (300, 100)}
 
 
 @dataclass(frozen=True)
@@ -83,7 +94,7 @@ def read_plain(path: Path, source: str) -> list[Pair]:
     with path.open(encoding="utf-8") as handle:
         for line in handle:
             columns = line.rstrip("\n").split("\t")
-            if len(columns) == 2:
+            if len(columns) in (2, 3):
                 pairs.append(Pair(_clean(columns[0]), _clean(columns[1]), source))
     return pairs
 
@@ -124,11 +135,13 @@ def read_cedict(path: Path, max_words: int = 3) -> list[Pair]:
 
 
 def load_pairs(
-    data_dir: Path, use_dictionary: bool = False, wide: bool = True
+    data_dir: Path, use_dictionary: bool = False, wide: bool = True, bible: bool = False,
+    new: bool = True,
 ) -> dict[str, list[Pair]]:
     """All sources, Traditional→Simplified normalised, de-duplicated within each source.
 
-    ``wide=False`` reads only Tatoeba and HSK, the data of the first shipped model.
+    ``wide=False`` reads only Tatoeba and HSK, the data of the first shipped model; ``new=False``
+    leaves out the files added on 2026-12-01; ``bible`` adds the KJV × CUV verses.
     """
     to_simplified = _to_simplified()
     sources = {
@@ -138,6 +151,11 @@ def load_pairs(
     if wide:
         for name, filename in PLAIN_FILES.items():
             sources[name] = read_plain(data_dir / filename, name)
+        for name, filename in NEW_FILES.items():
+            if new and (data_dir / filename).exists():
+                sources[name] = read_plain(data_dir / filename, name)
+    if bible:
+        sources["bible"] = read_plain(data_dir / BIBLE_FILE, "bible")
     if use_dictionary:
         sources["cedict"] = read_cedict(data_dir / CEDICT_FILE)
     cleaned = {}
@@ -187,10 +205,14 @@ def split_pairs(
         return [p for p in sources[source] if _english_key(p.english) in keys]
 
     domain_keys: dict[str, tuple[set[str], set[str]]] = {}
-    for name, (n_domain_test, n_domain_dev) in HELD_OUT.items():
+    for name, (n_domain_test, n_domain_dev) in (HELD_OUT | HELD_OUT_NEW).items():
         if name not in sources:
             continue
-        keys = sorted({_english_key(p.english) for p in sources[name]} - held_out)
+        keys = {_english_key(p.english) for p in sources[name]} - held_out
+        if name in HELD_OUT_NEW:
+            keys -= {_english_key(p.english) for other, pairs in sources.items()
+                     if other != name for p in pairs}
+        keys = sorted(keys)
         rng.shuffle(keys)
         # a small domain (as in tests) still keeps most of its sentences for training
         n_domain_test = min(n_domain_test, max(1, len(keys) // 4))
@@ -276,16 +298,46 @@ def concatenate_pairs(
     return joined
 
 
-def write_tsv(pairs: list[Pair], path: Path) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for pair in pairs:
-            handle.write(f"{pair.english}\t{pair.chinese}\n")
+_NAME_GLOSS = re.compile(
+    r"^([A-Z][a-z]{2,}) \((?:name|person name|given name|surname|first name|male name|female name)\)$"
+)
 
 
-def read_tsv(path: Path) -> list[Pair]:
-    pairs = []
-    with path.open(encoding="utf-8") as handle:
+def read_names(path: Path) -> dict[str, str]:
+    """English name → its usual Chinese transliteration, from CC-CEDICT's name entries
+    (汤姆 /Tom (name)/, 伊丽莎白 /Elizabeth (person name)/): the first headword of each name."""
+    names: dict[str, str] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
         for line in handle:
-            english, chinese = line.rstrip("\n").split("\t")
-            pairs.append(Pair(english, chinese, path.stem))
-    return pairs
+            match = re.match(r"^(\S+) (\S+) \[[^\]]*\] /(.*)/\s*$", line)
+            if not match or not re.fullmatch(r"[\u4e00-\u9fff]{2,5}", match.group(2)):
+                continue
+            for gloss in match.group(3).split("/"):
+                name = _NAME_GLOSS.match(gloss)
+                if name:
+                    names.setdefault(name.group(1), match.group(2))
+    return names
+
+
+def vary_names(
+    pairs: list[Pair], names: dict[str, str], copies: int = 1, seed: int = 13, limit: int = 20000
+) -> list[Pair]:
+    """Up to ``limit`` extra pairs (``copies`` per pair) in which a person's name found on both
+    sides (English "Tom", Chinese 汤姆) is replaced by another name and its transliteration, so
+    the model learns to spell names it has not seen instead of guessing a frequent one."""
+    rng = random.Random(seed)
+    choices = sorted(names)
+    varied = []
+    for pair in [p for p in pairs for _ in range(copies)]:
+        found = [w for w in set(re.findall(r"\b[A-Z][a-z]+\b", pair.english))
+                 if w in names and names[w] in pair.chinese]
+        if not found:
+            continue
+        english, chinese = pair.english, pair.chinese
+        for word in sorted(found):
+            other = rng.choice(choices)
+            english = re.sub(rf"\b{word}\b", other, english)
+            chinese = chinese.replace(names[word], names[other])
+        varied.append(Pair(english, chinese, pair.source))
+    rng.shuffle(varied)
+    return varied[:limit]

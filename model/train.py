@@ -22,7 +22,15 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from model.data import concatenate_pairs, load_pairs, split_pairs, vary_numbers
+from model.data import (
+    CEDICT_FILE,
+    concatenate_pairs,
+    load_pairs,
+    read_names,
+    split_pairs,
+    vary_names,
+    vary_numbers,
+)
 from model.decoding import greedy_batch
 from model.schedule import noam_lr
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
@@ -180,6 +188,19 @@ def grown_state(model: Transformer, initial: dict[str, torch.Tensor]) -> dict[st
     return state
 
 
+def save_snapshot(
+    model: Transformer, work: Path, history: dict, step: int, epoch: int, minutes: float
+) -> None:
+    """A float16 copy of the weights as they are after ``step`` steps, listed in the history."""
+    folder = work / "snapshots"
+    folder.mkdir(exist_ok=True)
+    name = f"step{step:06d}.safetensors"
+    state = {k: v.half() for k, v in state_for_saving(model).items()}
+    save_file(state, str(folder / name), metadata={"format": "pt", "step": str(step)})
+    history["snapshots"].append({"step": step, "epoch": epoch, "minutes": round(minutes, 2),
+                                 "file": f"snapshots/{name}"})
+
+
 def _init_record(path: Path | None) -> dict | None:
     """Where training started from, and how many CPU minutes that checkpoint had cost."""
     if path is None:
@@ -235,6 +256,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="repeat a source's training pairs N times, e.g. tatoeba=2,hsk=2")
     parser.add_argument("--vary-numbers", action="store_true",
                         help="add a copy of each pair with numbers, its numbers changed")
+    parser.add_argument("--vary-names", type=int, default=0, metavar="COPIES",
+                        help="add COPIES copies of each pair with a person's name on both sides, "
+                        "the name swapped for another from CC-CEDICT's name entries")
+    parser.add_argument("--bible", action="store_true", help="add the KJV × CUV Bible verses")
+    parser.add_argument("--old-data", action="store_true",
+                        help="leave out the files added on 2026-12-01 (Tatoeba extra, UN)")
+    parser.add_argument("--snapshots", default="0,100,300,1000,3000,10000,30000,60000",
+                        metavar="STEP,...", help="steps after which a float16 copy of the weights "
+                        "goes to WORK/snapshots/ (how the model looked during training)")
     parser.add_argument("--concat", type=int, default=0, metavar="N",
                         help="add N long examples, each a few training pairs joined end to end")
     parser.add_argument("--seed", type=int, default=13)
@@ -244,7 +274,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=0, help="use only N training pairs (smoke)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    if args.concat < 0 or args.unlikelihood < 0:
+    if args.concat < 0 or args.unlikelihood < 0 or args.vary_names < 0:
         parser.error("--concat and --unlikelihood take a number ≥ 0 (a negative weight rewards repeating)")
     return args
 
@@ -259,7 +289,8 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
 
     splits = split_pairs(
-        load_pairs(args.data, use_dictionary=args.dictionary, wide=not args.narrow),
+        load_pairs(args.data, use_dictionary=args.dictionary, wide=not args.narrow,
+                   bible=args.bible, new=not args.old_data),
         seed=args.seed, n_test=args.test_size, n_dev=args.dev_size,
         n_test_hsk=min(300, args.test_size),
     )
@@ -267,6 +298,9 @@ def main(argv: list[str] | None = None) -> None:
     for item in filter(None, args.upsample.split(",")):
         source, times = item.split("=")
         train_pairs = train_pairs + [p for p in train_pairs if p.source == source] * (int(times) - 1)
+    if args.vary_names:
+        names = read_names(args.data / CEDICT_FILE)
+        train_pairs = train_pairs + vary_names(train_pairs, names, args.vary_names, args.seed)
     if args.vary_numbers:
         train_pairs = train_pairs + vary_numbers(train_pairs, args.seed)
     if args.concat:
@@ -336,6 +370,10 @@ def main(argv: list[str] | None = None) -> None:
     english.save(args.work / "tokenizer_en.json")
     chinese.save(args.work / "vocab_zh.json")
 
+    snapshot_steps = {int(s) for s in filter(None, args.snapshots.split(","))}
+    history.setdefault("snapshots", [])
+    if step == 0 and 0 in snapshot_steps:
+        save_snapshot(model, args.work, history, step, 0, 0.0)
     stop = GracefulStop()
     dev_src = [p.english for p in dev_pairs]
     dev_ref = [p.chinese for p in dev_pairs]
@@ -366,6 +404,8 @@ def main(argv: list[str] | None = None) -> None:
             tokens = int((labels != PAD_ID).sum())
             epoch_loss += loss.item() * tokens
             epoch_tokens += tokens
+            if step in snapshot_steps:
+                save_snapshot(model, args.work, history, step, epoch, (time.time() - started) / 60)
             if step % 25 == 0 or step == 1:
                 history["steps"].append(
                     {"step": step, "loss": round(loss.item(), 4), "lr": lr,
