@@ -29,7 +29,7 @@ import math
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
@@ -256,6 +256,33 @@ class Engine:
                     del self._key_locks[key]
         return _with_options(trace, echo), elapsed
 
+    def derived(self, request: TranslateRequest, trace: Trace, name: Hashable,
+                call: Callable[..., Result], *args, on_model_thread: bool = True
+                ) -> tuple[Result, float]:
+        """What a page derives from a trace (the x-ray's payload, the logit lens, one step's
+        attributions…): ``call(*args)`` once per trace and ``name``, kept with the trace in the
+        trace cache — one cache, bounded as one — and the milliseconds it computed (0 when it was
+        kept). ``on_model_thread`` runs the call there (anything that runs the model must)."""
+        with self._lock:
+            if name in trace.derived:
+                return trace.derived[name], 0.0
+        if on_model_thread:
+            value, elapsed = self.run(call, *args)
+        else:
+            value, elapsed = call(*args), 0.0
+        size = _approx_bytes(value)
+        key = request.cache_key()
+        with self._lock:
+            trace.derived[name] = value
+            entry = self._traces.get(key)
+            if entry is not None and entry[0].derived is trace.derived:  # still cached: count it
+                self._traces[key] = (entry[0], entry[1] + size)
+                self.cache_bytes += size
+                while self.cache_bytes > self.max_bytes and len(self._traces) > 1:
+                    _, (_, evicted) = self._traces.popitem(last=False)
+                    self.cache_bytes -= evicted
+        return value, elapsed
+
     def _key_lock(self, key: tuple) -> threading.Lock:
         with self._lock:
             return self._key_locks.setdefault(key, threading.Lock())
@@ -317,12 +344,14 @@ _CONTAINER_BYTES = 64
 
 
 def trace_bytes(trace: Trace) -> int:
-    """An estimate of the memory one trace holds (nested lists of floats, and the attention
-    tensors kept for the detail view), without walking every number."""
+    """An estimate of the memory one trace holds (nested lists of floats, and the tensors of its
+    recorded pass), without walking every number."""
     return sum(_approx_bytes(value) for value in vars(trace).values())
 
 
 def _approx_bytes(value) -> int:
+    if isinstance(value, bytes | str):
+        return _CONTAINER_BYTES + len(value)
     if hasattr(value, "element_size") and hasattr(value, "nelement"):  # a tensor
         return value.element_size() * value.nelement() + _CONTAINER_BYTES
     if isinstance(value, dict):

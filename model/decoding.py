@@ -16,19 +16,10 @@ import torch
 from torch import Tensor
 
 from model.lean import LeanDecoder
-from model.transformer import BOS_ID, EOS_ID, PAD_ID, Transformer
+from model.transformer import BOS_ID, EOS_ID, NEVER_GENERATED, PAD_ID, Transformer, mask_special
 
 STRATEGIES = ("greedy", "sample", "beam")
-NEVER_GENERATED = (PAD_ID, BOS_ID)  # the model may never output padding or a second <bos>
-
-
-_NEVER_GENERATED = torch.tensor(NEVER_GENERATED)
-
-
-def mask_special(logits: Tensor) -> Tensor:
-    """Logits with <pad> and <bos> removed from the choice (probability exactly 0). A new tensor:
-    ``logits`` itself is left as it was."""
-    return logits.index_fill(-1, _NEVER_GENERATED, float("-inf"))
+__all__ = ["NEVER_GENERATED", "mask_special"]  # decoding's names, defined with the model's output
 
 
 @dataclass(frozen=True)
@@ -188,7 +179,7 @@ def generate(
     return DecodeResult(tokens, False, scores=scores)
 
 
-def _length_penalty(length: int, alpha: float) -> float:
+def length_penalty(length: int, alpha: float) -> float:
     """GNMT length penalty ((5 + |Y|) / 6)^α: without it beam search prefers short outputs."""
     return ((5.0 + length) / 6.0) ** alpha
 
@@ -225,7 +216,7 @@ def _beam_search(
             nodes.append(BeamNode(position + 1, token, live[row], score))
             if token == EOS_ID:
                 nodes[node].finished = True
-                finished.append((score / _length_penalty(position, options.length_penalty), node))
+                finished.append((score / length_penalty(position, options.length_penalty), node))
             else:
                 next_rows.append(row)
                 next_tokens.append(token)
@@ -240,7 +231,7 @@ def _beam_search(
     if not finished:  # nothing reached <eos> within max_len: take the best live hypothesis
         for node in live:
             length = nodes[node].step
-            normalised = nodes[node].score / _length_penalty(length, options.length_penalty)
+            normalised = nodes[node].score / length_penalty(length, options.length_penalty)
             finished.append((normalised, node))
         done = False
     else:

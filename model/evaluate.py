@@ -32,6 +32,7 @@ from model.data import (
     split_pairs,
     vary_numbers,
 )
+from model.decoding import length_penalty as gnmt_length_penalty
 from model.lean import LeanDecoder
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.train import MAX_SRC_TOKENS, MAX_TGT_TOKENS, bleu_chrf, pad, translate_batch
@@ -88,10 +89,6 @@ def repetition_rate(outputs: list[str], references: list[str]) -> float:
 # -- batched beam search -----------------------------------------------------------------------
 
 
-def _length_penalty(length: int, alpha: float) -> float:
-    return ((5.0 + length) / 6.0) ** alpha
-
-
 @torch.inference_mode()
 def beam_batch(
     model: Transformer, src_ids: Tensor, beam_size: int = 4, max_len: int = MAX_TGT_TOKENS,
@@ -138,13 +135,13 @@ def beam_batch(
                 created[sentence] += 1
                 prefix = prefixes[start + row]
                 if token == EOS_ID:
-                    normalised = score / _length_penalty(position, length_penalty)
+                    normalised = score / gnmt_length_penalty(position, length_penalty)
                     ended[sentence].append((normalised, created[sentence], prefix))
                 else:
                     live.append((start + row, token, score, created[sentence], prefix + [token]))
             if len(ended[sentence]) >= beam_size or not live or position + 1 == max_len:
                 finalists = ended[sentence] or [
-                    (score / _length_penalty(len(prefix), length_penalty), order, prefix)
+                    (score / gnmt_length_penalty(len(prefix), length_penalty), order, prefix)
                     for _, _, score, order, prefix in live
                 ]
                 results[sentence] = max(finalists, key=lambda item: (item[0], item[1]))[2]

@@ -3,10 +3,10 @@
     lens = logit_lens(translator, trace)              # every step: what each decoder layer predicts
     why = attributions(translator, trace, step=2)     # one step: how much each English token counts
 
-Both read a translation that has already been decoded (a ``Trace``) and run the model again only
-through four public ``Translator`` methods (``decoder_layer_outputs``, ``output_logits``,
+Both read a translation that has already been decoded (a ``Trace``, with its recorded pass) and
+run the model again only through three public ``Translator`` methods (``output_logits``,
 ``source_token_embeddings``, ``logits_from_source_embeddings``), so any translator that offers
-those four gets both views. They return plain dataclasses: torch stops here.
+those three gets both views. They return plain dataclasses: torch stops here.
 
 Logit lens (nostalgebraist, 2020): send each decoder layer's output straight through the real
 output path — the output projection (+ bias) and softmax — as if it were the last layer. The last
@@ -30,7 +30,6 @@ import torch
 from torch import Tensor
 
 from model.trace import Trace
-from model.transformer import BOS_ID
 
 LENS_TOP = 5  # candidates listed per layer
 LENS_COLUMNS = 8  # candidates in the layer × candidate grid
@@ -81,18 +80,13 @@ class Attribution:
         return abs(sum(self.integrated_gradients) - (self.log_prob - self.baseline_log_prob))
 
 
-def decoder_ids(trace: Trace) -> list[int]:
-    """The decoder's input at every step: <bos> followed by the characters chosen before it."""
-    return [BOS_ID, *trace.target_ids][: len(trace.steps)]
-
-
 # -- logit lens -----------------------------------------------------------------------------------
 
 
 @torch.inference_mode()
 def logit_lens(translator, trace: Trace, top: int = LENS_TOP) -> list[StepLens]:
     """For every step, what each decoder layer would predict if it were the last one."""
-    states = translator.decoder_layer_outputs(trace.source_ids, decoder_ids(trace))  # L × (T, D)
+    states = trace.recorded.layer_outputs("decoder")  # L × (T, D), from the trace's own pass
     probs = torch.softmax(translator.output_logits(torch.stack(states)).float(), dim=-1)  # (L, T, V)
     best = torch.topk(probs, k=min(top, probs.size(-1)), dim=-1)
     lens = []
@@ -154,7 +148,7 @@ def integrated_gradients(
 def attributions(translator, trace: Trace, step: int, ig_steps: int = 32) -> Attribution:
     """How much each source token contributed to log p(the character chosen at ``step``)."""
     chosen = trace.steps[step]
-    prefix = decoder_ids(trace)[: step + 1]  # the decoder is causal: later characters cannot matter
+    prefix = trace.decoder_ids[: step + 1]  # the decoder is causal: later characters cannot matter
 
     def f(embeddings: Tensor) -> Tensor:  # (B, S, D) → (B,): log p(chosen) at this step
         logits = translator.logits_from_source_embeddings(embeddings, trace.source_ids, prefix)

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.transformer import PAD_ID, Transformer, padding_mask
+from model.transformer import PAD_ID, Transformer, mask_special, padding_mask
 
 
 class _Projection:
@@ -130,8 +130,6 @@ class LeanDecoder:
     """Feeds the decoder one token at a time with a preallocated KV cache; records nothing."""
 
     def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, capacity: int):
-        from model.decoding import mask_special  # model.decoding imports this module
-
         self.mask_special = mask_special
         config = model.config
         self.model = model

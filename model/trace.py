@@ -10,13 +10,17 @@ this against the KV-cached step-by-step decoder).
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from torch import Tensor
+
+from model.transformer import BOS_ID
+
+if TYPE_CHECKING:
+    from model.record import RecordedPass
 
 SAMPLE_DIMS = 16  # how many dimensions of a vector the pages show as raw numbers
 TOP_CANDIDATES = 10
@@ -77,12 +81,16 @@ class Trace:
     projection: dict  # 2-D PCA of the source token vectors at the input and after each layer
     beam: list[BeamNodeInfo] = field(default_factory=list)
     model_ms: float = 0.0
-    details: dict = field(default_factory=dict, repr=False)  # (kind, layer) → attention tensors
+    # the recorded pass every number above was read from (tensors: model/record.py answers
+    # questions about it), and what the pages derived from it since (``Engine.derived``)
+    recorded: RecordedPass | None = field(default=None, repr=False)
+    derived: dict = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict:
         """JSON-ready data. The big nested lists are shared, not copied (``asdict`` would deep-copy
         every float of every attention matrix, which costs more than running the model)."""
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "details"}
+        data = {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in ("recorded", "derived")}
         data["steps"] = asdict_list(self.steps)
         data["beam"] = asdict_list(self.beam)
         return data
@@ -92,27 +100,14 @@ class Trace:
 
         ``kind`` is "encoder", "decoder_self" or "cross".
         """
-        record = self.details[(kind, layer)]
         query_tokens = self.source_tokens if kind == "encoder" else self.decoder_input
         key_tokens = self.decoder_input if kind == "decoder_self" else self.source_tokens
-        masked = record["masked"][0, head].detach().float().numpy()
-        return {
-            "kind": kind,
-            "layer": layer,
-            "head": head,
-            "d_k": int(record["q"].size(-1)),
-            "query_tokens": query_tokens,
-            "key_tokens": key_tokens,
-            "q": _round(record["q"][0, head], 4),
-            "k": _round(record["k"][0, head], 4),
-            "v": _round(record["v"][0, head], 4),
-            "raw": _round(record["raw"][0, head], 4),
-            "scaled": _round(record["scaled"][0, head], 4),
-            # -inf (blocked) becomes None so the data stays valid JSON
-            "masked": [[None if math.isinf(x) else round(float(x), 4) for x in row] for row in masked],
-            "weights": _round(record["weights"][0, head], 5),
-            "output": _round(record["weights"][0, head] @ record["v"][0, head], 4),
-        }
+        return self.recorded.attention_detail(kind, layer, head, query_tokens, key_tokens)
+
+    @property
+    def decoder_ids(self) -> list[int]:
+        """The decoder's input at every position: <bos>, then each character chosen before it."""
+        return [BOS_ID, *self.target_ids][: len(self.decoder_input)]
 
 
 def _rounded_rows(digits: int, **rows: Tensor) -> dict:

@@ -8,7 +8,9 @@ input ids → token embedding × √d_model + sinusoidal positional encoding
 
 Every attention call can write what it computed (Q, K, V, the raw, scaled and masked scores and
 the weights) into a ``record`` dict, and every layer can record its Add & Norm and feed-forward
-statistics, so a trace can show the real numbers without a second implementation.
+statistics, so a trace can show the real numbers without a second implementation. Each Add & Norm
+is recorded under the name of the sublayer it follows (``ffn_add_norm`` on both sides);
+``model/record.py`` is the one reader of that layout.
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
+NEVER_GENERATED = (PAD_ID, BOS_ID)  # the model may never output padding or a second <bos>
+_NEVER_GENERATED = torch.tensor(NEVER_GENERATED)
+
+
+def mask_special(logits: Tensor) -> Tensor:
+    """Logits with <pad> and <bos> removed from the choice (probability exactly 0). A new tensor:
+    ``logits`` itself is left as it was."""
+    return logits.index_fill(-1, _NEVER_GENERATED, float("-inf"))
 
 
 @dataclass(frozen=True)
@@ -270,7 +280,7 @@ class EncoderLayer(nn.Module):
         self.add_norm2 = AddNorm(config)
 
     def forward(self, x: Tensor, src_mask: Tensor, record: dict | None = None) -> Tensor:
-        r = _sub_records(record, "self_attention", "add_norm1", "ffn", "add_norm2")
+        r = _sub_records(record, "self_attention", "self_attention_add_norm", "ffn", "ffn_add_norm")
         attended, _ = self.self_attention(x, x, src_mask, record=r[0])
         x = self.add_norm1(x, attended, r[1])
         return self.add_norm2(x, self.ffn(x, r[2]), r[3])
@@ -296,7 +306,8 @@ class DecoderLayer(nn.Module):
         record: dict | None = None,
     ) -> Tensor:
         r = _sub_records(
-            record, "self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "add_norm3"
+            record, "self_attention", "self_attention_add_norm", "cross_attention",
+            "cross_attention_add_norm", "ffn", "ffn_add_norm",
         )
         self_cache = cross_cache = None
         if cache is not None:

@@ -29,6 +29,7 @@ from model.decoding import (
     mask_special,
 )
 from model.lean import LeanDecoder
+from model.record import RecordedPass
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.trace import (
     TOP_CANDIDATES,
@@ -37,11 +38,7 @@ from model.trace import (
     Step,
     Trace,
     _round,
-    add_norm_stats,
-    embedding_data,
     entropy_per_row,
-    ffn_stats,
-    heads,
     pca_2d,
 )
 from model.transformer import (
@@ -243,44 +240,8 @@ class Translator:
         source_tokens = self.source_tokens(src_list)
         decoder_input = self.target_tokens(decoder_ids)
         steps = self._steps(logits, labels, options, len(forced))
-        encoder, decoder = encoder_record["layers"], decoder_record["layers"]
-
-        def records(layers: list[dict], *names: str) -> list[dict]:
-            """Every layer's ``names`` records, name by name."""
-            return [layer[name] for name in names for layer in layers]
-
-        def by_layer(**columns: list) -> list[dict]:
-            """Per-layer dicts from per-statistic lists (each over all layers of a pass)."""
-            return [dict(zip(columns, row, strict=True)) for row in zip(*columns.values(), strict=True)]
-
-        # each statistic is computed for all records of a pass at once (they all cover the same
-        # positions): a few conversions per pass instead of a few per record
-        n = len(encoder)
-        # every layer's add_norm1, then every layer's add_norm2
-        norms = add_norm_stats(records(encoder, "add_norm1", "add_norm2"))
-        encoder_layers = by_layer(
-            self_attention=heads(records(encoder, "self_attention")),
-            add_norm1=norms[:n],
-            ffn=ffn_stats(records(encoder, "ffn"), records(encoder, "add_norm2")),
-            add_norm2=norms[n:],
-        )
-        n = len(decoder)
-        norms = add_norm_stats(records(decoder, "add_norm1", "add_norm2", "add_norm3"))
-        decoder_layers = by_layer(
-            self_attention=heads(records(decoder, "self_attention")),
-            add_norm1=norms[:n],
-            cross_attention=heads(records(decoder, "cross_attention")),
-            add_norm2=norms[n : 2 * n],
-            ffn=ffn_stats(records(decoder, "ffn"), records(decoder, "add_norm3")),
-            add_norm3=norms[2 * n :],
-        )
-        details = {("encoder", index): layer["self_attention"] for index, layer in enumerate(encoder)}
-        for index, layer in enumerate(decoder):
-            details[("decoder_self", index)] = layer["self_attention"]
-            details[("cross", index)] = layer["cross_attention"]
-        states = [encoder_record["embedding"]["sum"][0]] + [
-            layer["add_norm2"]["normed"][0] for layer in encoder
-        ]
+        recorded = RecordedPass(encoder_record, decoder_record)
+        states = [recorded.embedding("encoder"), *recorded.layer_outputs("encoder")]
         beam = [
             BeamNodeInfo(
                 id=i, step=node.step, token=self.chinese.id_to_token(node.token_id),
@@ -299,12 +260,9 @@ class Translator:
             decoder_input=decoder_input,
             translation=self.chinese.decode(output),
             finished=result.finished,
-            embeddings={
-                "encoder": embedding_data(encoder_record["embedding"]),
-                "decoder": embedding_data(decoder_record["embedding"]),
-            },
-            encoder=encoder_layers,
-            decoder=decoder_layers,
+            embeddings={side: recorded.embedding_data(side) for side in ("encoder", "decoder")},
+            encoder=recorded.layer_statistics("encoder"),
+            decoder=recorded.layer_statistics("decoder"),
             steps=steps,
             projection={
                 "tokens": source_tokens,
@@ -313,7 +271,7 @@ class Translator:
             },
             beam=beam,
             model_ms=round(model_ms, 2),
-            details=details,
+            recorded=recorded,
         )
 
     def _decode_and_replay(
@@ -538,18 +496,9 @@ class Translator:
             "cache": cached["cache"],
         }
 
-    # -- interpretation hooks: model/interpret.py reads a model only through these four -----
-    # (a translator for another architecture, e.g. a Hugging Face Marian model, implements the
-    # same four and gets the logit lens and the attributions for free)
-
-    def decoder_layer_outputs(
-        self, source_ids: list[int], decoder_ids: list[int]
-    ) -> list[torch.Tensor]:
-        """Every decoder layer's output, one (T, D) tensor per layer, teacher-forced on ``decoder_ids``."""
-        record: dict = {}
-        src = torch.tensor([source_ids])
-        self.model.decode(torch.tensor([decoder_ids]), self.model.encode(src), src, record=record)
-        return [layer["add_norm3"]["normed"][0] for layer in record["layers"]]
+    # -- interpretation hooks: model/interpret.py reads a model only through these three and the
+    # trace's recorded pass (a translator for another architecture, e.g. a Hugging Face Marian
+    # model, implements the same three and gets the logit lens and the attributions for free)
 
     def output_logits(self, states: torch.Tensor) -> torch.Tensor:
         """What the real output path applies after the last decoder layer: (…, D) → (…, V).

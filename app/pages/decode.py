@@ -4,21 +4,14 @@ character?": the logit lens per decoder layer and source attributions beside the
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import asdict
-from weakref import WeakKeyDictionary
 
-import numpy as np
-import torch
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 from pydantic import Field
 
 from app.api import summary, timed
 from app.deps import EngineDep, LanguageDep, page_text
-from app.engine import Engine
 from app.layout import activation_name, render_page
 from app.plots import (
     ATTENTION_SCALE,
@@ -40,10 +33,11 @@ from app.schemas import (
     errors,
     model_limit,
 )
-from model import interpret
-from model.trace import SAMPLE_DIMS, Trace
-from model.transformer import BOS_ID
-from model.translator import InputError, Translator
+from model import interpret, record
+from model.decoding import length_penalty
+from model.record import ADD_NORM_NAMES
+from model.trace import Trace
+from model.translator import InputError
 
 router = APIRouter()
 PageText = page_text("decode")
@@ -83,10 +77,9 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
     trace, model_ms = engine.trace(request)
     if request.layer >= len(trace.decoder):
         raise InputError("layer", f"layer must be between 0 and {len(trace.decoder) - 1}")
-    ffn, ffn_ms = INTERPRETATIONS.get(engine, ("ffn", request.cache_key()), ffn_details,
-                                      engine.translator, trace)
-    gradients, gradient_ms = INTERPRETATIONS.get(engine, ("gradients", request.cache_key()),
-                                                 gradient_flow, engine.translator, trace)
+    ffn, ffn_ms = engine.derived(request, trace, "ffn", record.ffn_units_of, trace, TOP_UNITS)
+    gradients, gradient_ms = engine.derived(request, trace, "gradients", record.gradient_flow_of,
+                                            engine.translator, trace)
     timed(response, model_ms + ffn_ms + gradient_ms)
     words = {
         "head": t("word.head", n="").strip(),
@@ -131,11 +124,10 @@ def interpret_figures(request: InterpretRequest, engine: EngineDep, t: PageText,
     n = len(trace.steps)
     if request.step >= n:
         raise InputError("step", f"step must be between 0 and {n - 1}: the translation has {n} steps")
-    key = request.cache_key()
-    lens, lens_ms = INTERPRETATIONS.get(engine, ("lens", key), interpret.logit_lens,
-                                        engine.translator, trace)
-    attribution, attribution_ms = INTERPRETATIONS.get(
-        engine, ("attribution", key, request.step, request.ig_steps), interpret.attributions,
+    lens, lens_ms = engine.derived(request, trace, "lens", interpret.logit_lens,
+                                   engine.translator, trace)
+    attribution, attribution_ms = engine.derived(
+        request, trace, ("attribution", request.step, request.ig_steps), interpret.attributions,
         engine.translator, trace, request.step, request.ig_steps,
     )
     timed(response, model_ms + lens_ms + attribution_ms)
@@ -160,101 +152,6 @@ def interpret_figures(request: InterpretRequest, engine: EngineDep, t: PageText,
             "attribution": attribution_figure(attribution, cross, words),
         },
     }
-
-
-class _Interpretations:
-    """Per engine, a small LRU of what the logit lens and the attributions computed (plain data),
-    keyed by the trace's cache key (+ step and integration steps)."""
-
-    def __init__(self, size: int = 128):
-        self.size = size
-        self._engines: WeakKeyDictionary[Engine, OrderedDict[tuple, object]] = WeakKeyDictionary()
-        self._lock = threading.Lock()
-
-    def get(self, engine: Engine, key: tuple, call: Callable, *args) -> tuple[object, float]:
-        """The cached answer and 0 ms, or ``call(*args)`` on the model thread and its milliseconds."""
-        with self._lock:
-            items = self._engines.setdefault(engine, OrderedDict())
-            if key in items:
-                items.move_to_end(key)
-                return items[key], 0.0
-        value, elapsed = engine.run(call, *args)
-        with self._lock:
-            items[key] = value
-            while len(items) > self.size:
-                items.popitem(last=False)
-        return value, elapsed
-
-
-INTERPRETATIONS = _Interpretations()
-
-
-# -- what the trace does not keep: the FFN's most active units and its output vector ------------
-
-
-def _rounded(values: torch.Tensor, digits: int = 4) -> list:
-    return np.round(values.detach().double().numpy(), digits).tolist()
-
-
-@torch.inference_mode()
-def ffn_details(translator: Translator, trace: Trace, top: int = TOP_UNITS) -> dict:
-    """One encoder + decoder pass over the trace's tokens, recording every FFN: per layer and
-    position, the ``top`` most active hidden units (index, ReLU value), and the first
-    SAMPLE_DIMS dimensions of the FFN's input x and output FFN(x), with both norms."""
-    src = torch.tensor([trace.source_ids])
-    ids = [BOS_ID, *trace.target_ids][: len(trace.decoder_input)]
-    encoder: dict = {}
-    decoder: dict = {}
-    memory = translator.model.encode(src, record=encoder)
-    translator.model.decode(torch.tensor([ids]), memory, src, record=decoder)
-
-    def layers(record: dict, after: str) -> list[dict]:
-        out = []
-        for layer in record["layers"]:
-            hidden = layer["ffn"]["hidden"][0]  # (positions, d_ff)
-            values, units = torch.topk(hidden, k=min(top, hidden.size(-1)), dim=-1)
-            x, fx = layer[after]["residual"][0], layer[after]["sublayer"][0]  # (positions, D)
-            out.append({"top_units": units.tolist(), "top_values": _rounded(values, 3),
-                        "input_sample": _rounded(x[:, :SAMPLE_DIMS]),
-                        "output_sample": _rounded(fx[:, :SAMPLE_DIMS]),
-                        "input_norm": _rounded(x.norm(dim=-1), 3),
-                        "output_norm": _rounded(fx.norm(dim=-1), 3)})
-        return out
-
-    return {"encoder": layers(encoder, "add_norm2"), "decoder": layers(decoder, "add_norm3")}
-
-
-def gradient_flow(translator: Translator, trace: Trace) -> list[dict]:
-    """The gradient of this translation's log-likelihood Σ log p(chosen character) — the
-    training loss, negated — at every sublayer's Add & Norm, in data-flow order. For x + F(x):
-    ‖∂L/∂(x + F(x))‖ is what reaches x unchanged through the shortcut, and ∂L/∂x minus that is
-    what comes back through the sublayer F. Weights are not touched (torch.autograd.grad)."""
-    labels = [step.id for step in trace.steps]
-    src = torch.tensor([trace.source_ids])
-    ids = [BOS_ID, *trace.target_ids][: len(trace.decoder_input)]
-    encoder: dict = {}
-    decoder: dict = {}
-    with torch.enable_grad():
-        memory = translator.model.encode(src, record=encoder)
-        logits = translator.model.decode(torch.tensor([ids]), memory, src, record=decoder)
-        log_probs = torch.log_softmax(logits[0, : len(labels)].float(), dim=-1)
-        total = log_probs[torch.arange(len(labels)), torch.tensor(labels)].sum()
-        places = [(side, index, sublayer, layer[add_norm])
-                  for side, record in (("encoder", encoder), ("decoder", decoder))
-                  for index, layer in enumerate(record["layers"])
-                  for sublayer, add_norm in SUBLAYERS[side]]
-        tensors = [t for *_, r in places for t in (r["residual"], r["sum"])]
-        grads = torch.autograd.grad(total, tensors, allow_unused=True)
-    rows = []
-    for number, (side, index, sublayer, _) in enumerate(places):
-        at_x, at_sum = grads[2 * number], grads[2 * number + 1]
-        at_x = torch.zeros_like(tensors[2 * number]) if at_x is None else at_x
-        at_sum = torch.zeros_like(at_x) if at_sum is None else at_sum
-        rows.append({"side": side, "layer": index, "sublayer": sublayer,
-                     "at_input": round(float(at_x.norm()), 5),
-                     "shortcut": round(float(at_sum.norm()), 5),
-                     "through_sublayer": round(float((at_x - at_sum).norm()), 5)})
-    return rows
 
 
 def gradient_figure(rows: list[dict], words: dict[str, str] | None = None) -> dict:
@@ -371,11 +268,6 @@ def candidates_figure(step: dict, sampled: bool = False, sampled_from: str = "sa
 BEAM_WORDS = {"step": "step", "winner": "chosen translation", "finished": "ended (<eos>)",
               "pruned": "dropped: no continuation stayed in the beam",
               "open": "still open when the search stopped", "log_p": "log p"}
-
-
-def length_penalty(length: int, alpha: float) -> float:
-    """GNMT's ((5 + L) / 6)^α, the divisor beam search ranks ended hypotheses by."""
-    return ((5.0 + length) / 6.0) ** alpha
 
 
 def beam_lineage(trace: Trace) -> dict | None:
@@ -563,10 +455,6 @@ RES_WORDS = {"enc": "Enc {n}", "dec": "Dec {n}", "self_attention": "self-attenti
              "layer": "Layer {n}", "size": "size ‖·‖",
              "grad_shortcut": "through the shortcut: ‖∂L/∂(x + F(x))‖",
              "grad_sublayer": "back through the sublayer F", "grad_input": "total at x: ‖∂L/∂x‖"}
-SUBLAYERS = {"encoder": (("self_attention", "add_norm1"), ("ffn", "add_norm2")),
-             "decoder": (("self_attention", "add_norm1"), ("cross_attention", "add_norm2"),
-                         ("ffn", "add_norm3"))}
-
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
@@ -579,7 +467,7 @@ def residual_rows(trace: Trace) -> list[dict]:
     rows = []
     for side in ("encoder", "decoder"):
         for index, block in enumerate(getattr(trace, side)):
-            for sublayer, add_norm in SUBLAYERS[side]:
+            for sublayer, add_norm in ADD_NORM_NAMES[side].items():
                 stats = block[add_norm]
                 stream, added = _mean(stats["residual_norm"]), _mean(stats["sublayer_norm"])
                 rows.append({"side": side, "layer": index, "sublayer": sublayer,

@@ -8,6 +8,7 @@ import pytest
 
 from app.pages import decode
 from app.plots import ORANGE
+from model import record
 from model.decoding import DecodingOptions
 
 
@@ -109,7 +110,7 @@ def test_beam_lineage_rows_never_cross_and_the_chosen_path_is_one_row():
 
 
 def test_beam_lineage_ranks_ended_hypotheses_by_length_penalised_score():
-    from model.decoding import _length_penalty
+    from model.decoding import length_penalty as _length_penalty
 
     lineage = decode.beam_lineage(SMALL_BEAM)
     first, second = lineage["hypotheses"]
@@ -139,7 +140,7 @@ def test_beam_lineage_on_the_model(beam_trace):
 # -- the FFN box (issue 11, item 8) ----------------------------------------------------------------
 
 def test_ffn_details_are_the_traced_ffn(tiny_translator, trace):
-    details = decode.ffn_details(tiny_translator, trace)
+    details = record.ffn_units_of(trace, decode.TOP_UNITS)
     assert len(details["decoder"]) == len(trace.decoder) and len(details["encoder"]) == len(trace.encoder)
     for side, after in (("decoder", "add_norm3"), ("encoder", "add_norm2")):
         for layer, recorded in zip(details[side], getattr(trace, side), strict=True):
@@ -154,7 +155,7 @@ def test_ffn_details_are_the_traced_ffn(tiny_translator, trace):
 
 
 def test_ffn_box_names_the_units_and_draws_the_output(tiny_translator, trace):
-    details = decode.ffn_details(tiny_translator, trace)
+    details = record.ffn_units_of(trace, decode.TOP_UNITS)
     steps = decode.decode_steps(trace, 0, None, details["decoder"][0])
     for t, step in enumerate(steps):
         units = details["decoder"][0]["top_units"][t]
@@ -201,7 +202,7 @@ def test_encoder_ffn_figure_is_the_traced_encoder(trace):
 
 
 def test_gradient_flow_splits_the_gradient_at_every_sublayer(tiny_translator, trace):
-    rows = decode.gradient_flow(tiny_translator, trace)
+    rows = record.gradient_flow_of(tiny_translator, trace)
     assert len(rows) == len(decode.residual_rows(trace))
     assert [(r["side"], r["layer"], r["sublayer"]) for r in rows] == [
         (r["side"], r["layer"], r["sublayer"]) for r in decode.residual_rows(trace)]

@@ -69,7 +69,7 @@ def test_intermediate_layers_go_through_the_same_projection_without_an_extra_nor
     """Layer l's lens = softmax(output projection (+bias) of layer l's output), by hand."""
     model = tiny_translator.model
     src = torch.tensor([trace.source_ids])
-    tgt = torch.tensor([interpret.decoder_ids(trace)])
+    tgt = torch.tensor([trace.decoder_ids])
     with torch.no_grad():
         memory = model.encode(src)
         y = model.tgt_embedding(tgt)
@@ -102,7 +102,7 @@ def hand_gradient_x_input(translator, trace, step: int) -> list[float]:
     """d log p(chosen at step) / d(token vectors) · token vectors, by plain autograd."""
     model = translator.model
     src = torch.tensor([trace.source_ids])
-    tgt = torch.tensor([interpret.decoder_ids(trace)])
+    tgt = torch.tensor([trace.decoder_ids])
     embedding = model.src_embedding
     tokens = (embedding.tokens(src) * math.sqrt(embedding.d_model)).detach().requires_grad_(True)
     x = tokens + embedding.positions[: src.size(1)]
