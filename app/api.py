@@ -22,7 +22,7 @@ from app.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
-from model.trace import Trace
+from model.explain.trace import Trace
 
 router = APIRouter()
 

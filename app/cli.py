@@ -78,7 +78,7 @@ def parser(prog: str, with_command: bool) -> argparse.ArgumentParser:
 
 def check_checkpoint(path: Path | str) -> str | None:
     """Load the model once; the error message if it cannot be served, else None."""
-    from model.loading import load_translator
+    from model.adapters.loading import load_translator
     from model.translator import CheckpointError
 
     try:
@@ -103,7 +103,7 @@ def serve(argv: list[str] | None = None, prog: str = "python -m app",
     workers = settings.worker_count
     if workers == 1:
         from app.main import create_app
-        from model.loading import load_translator
+        from model.adapters.loading import load_translator
         from model.translator import CheckpointError
 
         try:

@@ -39,7 +39,7 @@ from weakref import WeakSet
 
 from app.schemas import TranslateRequest
 from model.decoding import DecodingOptions
-from model.trace import Trace
+from model.explain.trace import Trace
 from model.translator import Translator
 
 Result = TypeVar("Result")

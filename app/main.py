@@ -28,7 +28,7 @@ from app.pages import (
 )
 from app.schemas import model_schema
 from app.settings import Settings
-from model.loading import load_translator
+from model.adapters.loading import load_translator
 from model.translator import Translator, set_threads
 
 # Every page: app/pages/<page>.py, templates/<page>.html, static/js/<page>.js, app/locales/*/<page>.json.

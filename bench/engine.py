@@ -2,7 +2,7 @@
 
     python -m bench.engine [--checkpoint DIR] [--sentences 20] [--repeats 3] [--greedy-only]
 
-Converts the checkpoint to CTranslate2 float32 (``model/ct2.py``), then times, interleaved in one
+Converts the checkpoint to CTranslate2 float32 (``model/adapters/ct2.py``), then times, interleaved in one
 process and one thread each, for the same unseen ~10-word sentences:
 
 - ``trace``     — Translator.trace(): the translation plus everything the pages show, as the app
@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from bench.common import machine, percentiles, sentences
-from model import ct2
+from model.adapters import ct2
 from model.decoding import DecodingOptions, generate
 from model.transformer import BOS_ID, PAD_ID
 from model.translator import DEFAULT_CHECKPOINT, Translator

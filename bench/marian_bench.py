@@ -99,8 +99,8 @@ def measure(folder: Path, repeats: int, steps: int) -> dict:
     import orjson
     import torch
 
+    from model.adapters.loading import load_translator
     from model.decoding import DecodingOptions
-    from model.loading import load_translator
 
     torch.set_num_threads(1)
     started = time.perf_counter()

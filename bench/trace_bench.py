@@ -17,7 +17,8 @@ import torch
 
 from bench.common import fmt, machine, percentiles, sentences
 from model.decoding import DecodingOptions
-from model.translator import DEFAULT_CHECKPOINT, MAX_SOURCE_TOKENS, InputError, Translator
+from model.tokenizer import MAX_SOURCE_TOKENS
+from model.translator import DEFAULT_CHECKPOINT, InputError, Translator
 
 
 def time_traces(translator: Translator, texts: list[str], options: DecodingOptions) -> dict:

@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from model.lean import LeanDecoder
+from model.tokenizer import MAX_TARGET_TOKENS
 from model.transformer import BOS_ID, EOS_ID, NEVER_GENERATED, PAD_ID, Transformer, mask_special
 
 STRATEGIES = ("greedy", "sample", "beam")
@@ -281,3 +282,83 @@ def greedy_batch(model: Transformer, src_ids: Tensor, max_len: int = 64) -> list
 
 def sequence_log_prob(scores: list[float]) -> float:
     return math.fsum(scores)
+
+
+def pad(sequences: list[list[int]]) -> torch.Tensor:
+    width = max(len(s) for s in sequences)
+    return torch.tensor([s + [PAD_ID] * (width - len(s)) for s in sequences], dtype=torch.long)
+
+
+# -- batched beam search -----------------------------------------------------------------------
+
+
+@torch.inference_mode()
+def beam_batch(
+    model: Transformer, src_ids: Tensor, beam_size: int = 4, max_len: int = MAX_TARGET_TOKENS,
+    alpha: float = DecodingOptions.length_penalty,
+) -> list[list[int]]:
+    """Beam search over a padded batch (B, S): per sentence, the same search as ``generate``'s.
+
+    Each sentence keeps its own beam (as in fairseq, an ending counts only if it ranks within the
+    beam; a sentence stops once ``beam_size`` hypotheses have ended). All live hypotheses of all
+    sentences are decoder rows of one batch; a sentence that stops leaves the batch.
+    """
+    model.eval()
+    memory = model.encode(src_ids)  # (B, S, D)
+    decoder = LeanDecoder(model, src_ids, memory, capacity=max_len + 1)
+    batch = src_ids.size(0)
+    owner = list(range(batch))  # the sentence of each decoder row; a sentence's rows are adjacent
+    prefixes: list[list[int]] = [[] for _ in range(batch)]  # tokens of each row's hypothesis
+    scores = torch.zeros(batch)  # cumulative log-probability of each row
+    created = [0] * batch  # hypotheses made so far per sentence: later wins a tie, as in generate
+    ended: list[list[tuple[float, int, list[int]]]] = [[] for _ in range(batch)]
+    results: list[list[int]] = [[] for _ in range(batch)]
+    logits = decoder.step(torch.full((batch,), BOS_ID, dtype=torch.long))
+    for position in range(max_len):
+        candidates = scores[:, None] + torch.log_softmax(logits, dim=-1)  # (R, V)
+        vocab = candidates.size(-1)
+        rows, tokens, next_scores, next_owner, next_prefixes = [], [], [], [], []
+        start = 0
+        while start < len(owner):
+            sentence = owner[start]
+            end = start
+            while end < len(owner) and owner[end] == sentence:
+                end += 1
+            flat = candidates[start:end].reshape(-1)
+            top_scores, top_index = torch.topk(flat, min(2 * beam_size, flat.numel()))
+            live = []
+            for rank, (score, index) in enumerate(
+                zip(top_scores.tolist(), top_index.tolist(), strict=True)
+            ):
+                if score == float("-inf") or len(live) == beam_size:
+                    break
+                row, token = divmod(index, vocab)
+                if token == EOS_ID and rank >= beam_size:
+                    continue
+                created[sentence] += 1
+                prefix = prefixes[start + row]
+                if token == EOS_ID:
+                    normalised = score / length_penalty(position, alpha)
+                    ended[sentence].append((normalised, created[sentence], prefix))
+                else:
+                    live.append((start + row, token, score, created[sentence], prefix + [token]))
+            if len(ended[sentence]) >= beam_size or not live or position + 1 == max_len:
+                finalists = ended[sentence] or [
+                    (score / length_penalty(len(prefix), alpha), order, prefix)
+                    for _, _, score, order, prefix in live
+                ]
+                results[sentence] = max(finalists, key=lambda item: (item[0], item[1]))[2]
+            else:
+                for row, token, score, _, prefix in live:
+                    rows.append(row)
+                    tokens.append(token)
+                    next_scores.append(score)
+                    next_owner.append(sentence)
+                    next_prefixes.append(prefix)
+            start = end
+        if not rows:
+            break
+        decoder.reorder(torch.tensor(rows))
+        owner, prefixes, scores = next_owner, next_prefixes, torch.tensor(next_scores)
+        logits = decoder.step(torch.tensor(tokens))
+    return results

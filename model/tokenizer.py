@@ -19,6 +19,8 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
 SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>"]
+MAX_SOURCE_TOKENS = 128  # the longest English input the model is trained on and reads
+MAX_TARGET_TOKENS = 160  # the longest Chinese reference training keeps, and batch decoding writes
 assert [SPECIAL_TOKENS.index(t) for t in SPECIAL_TOKENS] == [PAD_ID, BOS_ID, EOS_ID, UNK_ID]
 CONTINUATION = "##"
 # NFKC folds full-width punctuation to ASCII when tokenizing; written Chinese uses the full-width

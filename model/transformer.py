@@ -10,7 +10,7 @@ Every attention call can write what it computed (Q, K, V, the raw, scaled and ma
 the weights) into a ``record`` dict, and every layer can record its Add & Norm and feed-forward
 statistics, so a trace can show the real numbers without a second implementation. Each Add & Norm
 is recorded under the name of the sublayer it follows (``ffn_add_norm`` on both sides);
-``model/record.py`` is the one reader of that layout.
+``model/explain/record.py`` is the one reader of that layout.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class TransformerConfig:
     dropout: float = 0.1
     max_positions: int = 256
     tie_output: bool = True
-    # Options a converted model (e.g. a Hugging Face Marian model, model/marian.py) needs; the
+    # Options a converted model (e.g. a Hugging Face Marian model, model/adapters/marian.py) needs; the
     # defaults are this project's own architecture, so older config.json files load unchanged.
     activation: str = "relu"  # the FFN's non-linearity: relu, swish (= silu) or gelu
     position_layout: str = "interleaved"  # sin/cos interleaved, or "halves": all sin, then all cos

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from model.ct2 import Drafter
+from model.adapters.ct2 import Drafter
 from model.decoding import (
     DecodeResult,
     DecodingOptions,
@@ -28,10 +28,8 @@ from model.decoding import (
     generate,
     mask_special,
 )
-from model.lean import LeanDecoder
-from model.record import RecordedPass
-from model.tokenizer import ChineseTokenizer, EnglishTokenizer
-from model.trace import (
+from model.explain.record import RecordedPass
+from model.explain.trace import (
     TOP_CANDIDATES,
     BeamNodeInfo,
     Candidate,
@@ -41,6 +39,8 @@ from model.trace import (
     entropy_per_row,
     pca_2d,
 )
+from model.lean import LeanDecoder
+from model.tokenizer import MAX_SOURCE_TOKENS, ChineseTokenizer, EnglishTokenizer
 from model.transformer import (
     BOS_ID,
     EOS_ID,
@@ -51,7 +51,6 @@ from model.transformer import (
 )
 
 DEFAULT_CHECKPOINT = Path(__file__).parent / "checkpoints"
-MAX_SOURCE_TOKENS = 128  # the longest source the model was trained on
 CHECKPOINT_FILES = ("weights.safetensors", "config.json", "tokenizer_en.json", "vocab_zh.json")
 DRAFT_ROUNDS = 3  # replays of a corrected draft before greedy decoding proper takes over
 
@@ -149,7 +148,7 @@ class Translator:
         if missing:
             raise CheckpointError(
                 f"no usable checkpoint in {path} (missing {', '.join(missing)}); "
-                "train one with `python -m model.train --data ../shared/data` or pass --checkpoint"
+                "train one with `python -m model.training.train --data ../shared/data` or pass --checkpoint"
             )
         config = TransformerConfig.load(path / "config.json")
         model = Transformer(config)
@@ -284,7 +283,7 @@ class Translator:
         Greedy decoding has a shortcut. Its tokens are by definition the ones the replay picks
         (the most likely token at every position, each position seeing only the tokens before it),
         so a guess can be checked by the replay the trace runs anyway: a fast int8 copy of the
-        model in CTranslate2 (``model/ct2.py``) proposes the translation, the replay scores it,
+        model in CTranslate2 (``model/adapters/ct2.py``) proposes the translation, the replay scores it,
         and every token up to the first position where our model prefers another one is kept. From
         there the draft is corrected with our model's choice and continued (by a float32 copy,
         which nearly always agrees with our model to the end), and replayed again. What is
@@ -496,7 +495,7 @@ class Translator:
             "cache": cached["cache"],
         }
 
-    # -- interpretation hooks: model/interpret.py reads a model only through these three and the
+    # -- interpretation hooks: model/explain/interpret.py reads a model only through these three and the
     # trace's recorded pass (a translator for another architecture, e.g. a Hugging Face Marian
     # model, implements the same three and gets the logit lens and the attributions for free)
 

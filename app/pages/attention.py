@@ -14,7 +14,7 @@ from app.deps import EngineDep, LanguageDep, page_text
 from app.layout import render_page
 from app.plots import BLUE, GREY, ORANGE, attention_heatmap, base_layout, category_axis, unique_labels
 from app.schemas import FORCED_RULE, TOKENS_RULE, TRACE_ERRORS, TraceRequest, errors, model_limit
-from model.trace import Trace
+from model.explain.trace import Trace
 from model.translator import InputError
 
 router = APIRouter()

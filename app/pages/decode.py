@@ -33,10 +33,10 @@ from app.schemas import (
     errors,
     model_limit,
 )
-from model import interpret, record
 from model.decoding import length_penalty
-from model.record import ADD_NORM_NAMES
-from model.trace import Trace
+from model.explain import interpret, record
+from model.explain.record import ADD_NORM_NAMES
+from model.explain.trace import Trace
 from model.translator import InputError
 
 router = APIRouter()

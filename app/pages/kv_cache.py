@@ -28,7 +28,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import ERRORS, TextQuery, model_limit
-from model.kv_cache import kv_rows
+from model.explain.kv_cache import kv_rows
 from model.translator import InputError, Translator
 
 router = APIRouter()

@@ -22,7 +22,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import TRACE_ERRORS, TraceRequest
-from model.trace import Trace
+from model.explain.trace import Trace
 
 router = APIRouter()
 PageText = page_text("pipeline")

@@ -33,7 +33,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import ENGLISH, ERRORS, MAX_TEXT_CHARS, Strict, TranslateRequest
-from model.schedule import noam_lr
+from model.training.schedule import noam_lr
 
 router = APIRouter()
 PageText = page_text("training")
@@ -43,8 +43,8 @@ CHINESE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # Human translations of the project's hand-written probe sentences: the default reference when the
 # sentence is one of them, because the model's own output as reference makes teacher forcing and
 # free running agree everywhere by construction.
-PROBE_FILE = Path(__file__).resolve().parents[2] / "model" / "probe.tsv"
-# The optimizer model/train.py builds: torch.optim.Adam(betas=(0.9, 0.98), eps=1e-9), its learning
+PROBE_FILE = Path(__file__).resolve().parents[2] / "model" / "training" / "probe.tsv"
+# The optimizer model/training/train.py builds: torch.optim.Adam(betas=(0.9, 0.98), eps=1e-9), its learning
 # rate set every step by the warmup schedule (tests/app/test_training.py checks the two agree).
 ADAM = {"beta1": 0.9, "beta2": 0.98, "eps": 1e-9}
 
@@ -83,7 +83,7 @@ class ScoreRequest(Strict):
 
 @cache
 def human_references() -> dict[str, str]:
-    """English sentence → its human Chinese translation, from model/probe.tsv (empty if absent)."""
+    """English sentence → its human Chinese translation, from model/training/probe.tsv (empty if absent)."""
     if not PROBE_FILE.exists():
         return {}
     with PROBE_FILE.open(encoding="utf-8", newline="") as handle:

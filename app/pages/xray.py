@@ -1,7 +1,7 @@
 """The x-ray (/xray): the whole model translating one sentence, drawn as one picture and played
 step by step — every token's vector at every stage, attention as lines, blocks that open in place.
 
-The page reads the shared trace (POST /api/trace). What the trace does not carry, ``model/xray.py``
+The page reads the shared trace (POST /api/trace). What the trace does not carry, ``model/explain/xray.py``
 reads from the trace's own recorded pass (nothing runs the model again):
 
 * ``POST /api/xray`` — every token's full vector after every stage (the colour strips), and each
@@ -23,7 +23,7 @@ from pydantic import Field
 from app.deps import EngineDep, LanguageDep, TranslatorDep
 from app.layout import render_page
 from app.schemas import FORCED_RULE, TOKENS_RULE, TRACE_ERRORS, TraceRequest, errors, model_limit
-from model import xray
+from model.explain import xray
 from model.translator import InputError
 
 router = APIRouter()

@@ -57,7 +57,7 @@ def test_missing_checkpoint_is_a_one_line_error(tmp_path):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert "no usable checkpoint" in lines[0] and "python -m model.train" in lines[0]
+    assert "no usable checkpoint" in lines[0] and "python -m model.training.train" in lines[0]
     assert "Traceback" not in result.stderr
 
 

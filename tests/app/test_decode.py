@@ -8,8 +8,8 @@ import pytest
 
 from app.pages import decode
 from app.plots import ORANGE
-from model import record
 from model.decoding import DecodingOptions
+from model.explain import record
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def _beam(*rows):
     """(step, token, parent, score, finished, selected) per node → a trace-like object."""
     from types import SimpleNamespace
 
-    from model.trace import BeamNodeInfo
+    from model.explain.trace import BeamNodeInfo
     nodes = [BeamNodeInfo(i, *row) for i, row in enumerate(rows)]
     return SimpleNamespace(beam=nodes, options={"beam_size": 2, "length_penalty": 0.6})
 

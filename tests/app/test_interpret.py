@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from app.pages import decode
-from model import interpret
 from model.decoding import DecodingOptions
+from model.explain import interpret
 from tests.app.checks import assert_valid_figures, field_of
 
 CAT = "The cat sits on the mat."

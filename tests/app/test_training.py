@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from app.pages import training as figs
-from model.schedule import noam_lr
+from model.training.schedule import noam_lr
 from tests.app.checks import field_of
 
 CAT = "The cat sits on the mat."
@@ -139,7 +139,7 @@ def test_adam_settings_are_the_ones_training_uses():
     import inspect
 
     from app.pages import training
-    from model import train
+    from model.training import train
 
     adam = training.ADAM
     assert (f"betas=({adam['beta1']}, {adam['beta2']}), eps={adam['eps']:.0e}".replace("e-09", "e-9")
@@ -167,7 +167,7 @@ def made_up_figures(seed: float) -> dict:
 
 
 def made_up_evaluation(previous: bool) -> dict:
-    """An eval.json in model/evaluate.py's format with figures no real model produced."""
+    """An eval.json in model/training/evaluate.py's format with figures no real model produced."""
     evaluation: dict = {
         "tokenize": "zh",
         "decodings": {"greedy": {}, "beam4": {"beam_size": 4, "length_penalty": 0.6}},

@@ -83,6 +83,6 @@ def test_without_test_sets_the_page_says_so(page, server):
     """The tiny checkpoint's eval.json has no test sets and no ``previous``."""
     page.goto(f"{server}/training")
     page.wait_for_selector("#eval-sets p.muted")
-    assert "python -m model.evaluate" in page.locator("#eval-sets").inner_text()
+    assert "python -m model.training.evaluate" in page.locator("#eval-sets").inner_text()
     assert page.locator("#eval-previous").is_hidden()
     assert page.locator("#eval-probe").is_hidden()

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from bench.engine import ct2_decode
-from model.ct2 import convert
+from model.adapters.ct2 import convert
 from model.decoding import DecodingOptions, generate
 
 ctranslate2 = pytest.importorskip("ctranslate2")
@@ -27,8 +27,8 @@ def test_converted_weights_translate_like_ours(tiny_translator, tmp_path):
 def test_a_marian_model_converts_with_its_own_activation_and_scaling(tiny_marian):
     """SiLU FFNs and Marian's position table: the converted copy still decodes like ours, so a
     Marian model loaded with --model gets useful drafts too."""
-    from model.ct2 import load
-    from model.marian import MarianTranslator
+    from model.adapters.ct2 import load
+    from model.adapters.marian import MarianTranslator
 
     marian = MarianTranslator.load(tiny_marian)
     assert marian.config.activation != "relu"

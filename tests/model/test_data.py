@@ -1,6 +1,6 @@
 """Training-data helpers: joined long pairs (``concatenate_pairs``) and varied numbers."""
 
-from model.data import Pair, concatenate_pairs, vary_numbers
+from model.training.data import Pair, concatenate_pairs, vary_numbers
 
 SHORT = [
     Pair("The cat sleeps.", "猫在睡觉。", "tatoeba"),

@@ -13,7 +13,7 @@ from model.decoding import DecodingOptions
 from model.transformer import BOS_ID, EOS_ID, PAD_ID
 from model.translator import Translator
 
-PROBE = Path(__file__).resolve().parents[2] / "model" / "probe.tsv"
+PROBE = Path(__file__).resolve().parents[2] / "model" / "training" / "probe.tsv"
 
 
 def with_drafter(translator: Translator, drafter) -> Translator:
@@ -140,7 +140,7 @@ class _Engine:
 
 @pytest.mark.parametrize("answer", [RuntimeError("engine failed"), ["猫", "not a character"]])
 def test_a_failing_copy_proposes_nothing_and_decoding_proper_takes_over(tiny_translator, answer):
-    from model.ct2 import Drafter
+    from model.adapters.ct2 import Drafter
 
     drafter = Drafter(tiny_translator)
     drafter.engines = [_Engine(answer)]

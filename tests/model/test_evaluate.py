@@ -1,4 +1,4 @@
-"""model.evaluate: the repetition measure, batched beam search, and the eval.json it writes,
+"""model.training.evaluate: the repetition measure, batched beam search, and the eval.json it writes,
 on a tiny random model and data written here (never ../shared)."""
 
 from __future__ import annotations
@@ -8,10 +8,9 @@ import json
 import pytest
 import torch
 
-from model.data import Pair
-from model.decoding import DecodingOptions, generate
-from model.evaluate import (
-    beam_batch,
+from model.decoding import DecodingOptions, beam_batch, generate, pad
+from model.training.data import Pair
+from model.training.evaluate import (
     fixture_pairs,
     is_repetitive,
     main,
@@ -19,7 +18,6 @@ from model.evaluate import (
     repeated_runs,
     repetition_rate,
 )
-from model.train import pad
 from model.transformer import EOS_ID, Transformer, TransformerConfig
 from tests.conftest import make_tiny_checkpoint
 
@@ -161,7 +159,7 @@ def test_report_counts_test_sentences_the_checkpoint_trained_on(evaluated):
     report, root = evaluated
     # Tatoeba sentences outside Tatoeba's test and dev were in the narrow model's training data;
     # those the wide split drew into the captions test set are "seen" there
-    from model.data import load_pairs, split_pairs
+    from model.training.data import load_pairs, split_pairs
 
     splits = split_pairs(load_pairs(root / "data"), seed=13, n_test=1, n_dev=1, n_test_hsk=1)
     narrow_train = {e for e, _ in TATOEBA} - {p.english for p in splits.test + splits.dev}
@@ -193,7 +191,7 @@ def test_fixture_is_written_from_the_tatoeba_test_split_and_scored(evaluated):
 
 
 def test_probe_set_is_well_formed():
-    from model.evaluate import PROBE_FILE
+    from model.training.evaluate import PROBE_FILE
 
     rows = read_table(PROBE_FILE)
     assert 90 <= len(rows) <= 120
@@ -209,7 +207,7 @@ def test_probe_set_is_well_formed():
 
 
 def test_previous_figures_keep_what_a_before_after_needs():
-    from model.evaluate import previous_figures
+    from model.training.evaluate import previous_figures
 
     earlier = {"checkpoint": "checkpoints", "sets": {"tatoeba_test": {"greedy": {"bleu": 40.0}}},
                "probe": {"greedy": {"bleu": 29.0}}, "fixture": {"greedy": {"bleu": 43.2}},

@@ -1,4 +1,4 @@
-"""model/interpret.py: the logit lens and source attributions, on a tiny random model (and the
+"""model/explain/interpret.py: the logit lens and source attributions, on a tiny random model (and the
 last-layer lens once on the shipped checkpoint)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from model import interpret
 from model.decoding import DecodingOptions, mask_special
+from model.explain import interpret
 from model.transformer import decoder_self_mask, padding_mask
 
 TEXT = "The cat sits on the mat."

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from model.train import parse_args, repetition_unlikelihood, smoothed_cross_entropy
+from model.training.train import parse_args, repetition_unlikelihood, smoothed_cross_entropy
 from model.transformer import BOS_ID, EOS_ID, PAD_ID
 
 V = 12

@@ -1,4 +1,4 @@
-"""The Marian adapter (model/marian.py) against the Hugging Face model itself, on a tiny random
+"""The Marian adapter (model/adapters/marian.py) against the Hugging Face model itself, on a tiny random
 Marian model and SentencePiece vocabularies built in the test (no download)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from model.adapters.loading import load_translator
 from model.decoding import DecodingOptions, generate
-from model.loading import load_translator
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from model.translator import CheckpointError, Translator
 
@@ -25,7 +25,7 @@ TOL = 1e-5
 
 @pytest.fixture(scope="module")
 def marian(tiny_marian):
-    from model.marian import MarianTranslator
+    from model.adapters.marian import MarianTranslator
 
     return MarianTranslator.load(tiny_marian)
 
@@ -188,7 +188,7 @@ def test_parameter_counts_are_the_hf_models(marian, hf):
 
 
 def test_logit_lens_and_attributions_run(marian):
-    from model import interpret
+    from model.explain import interpret
 
     trace = marian.trace(SENTENCES[0], DecodingOptions(max_len=6))
     lens = interpret.logit_lens(marian, trace)
@@ -199,7 +199,7 @@ def test_logit_lens_and_attributions_run(marian):
 
 def test_loading_chooses_the_model_and_fails_in_one_line(tiny_marian, tiny_checkpoint, tmp_path,
                                                          monkeypatch):
-    from model.marian import MarianTranslator
+    from model.adapters.marian import MarianTranslator
 
     assert isinstance(load_translator(tiny_marian), MarianTranslator)
     ours = load_translator(tiny_checkpoint)

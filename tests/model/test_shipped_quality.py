@@ -1,9 +1,9 @@
 """The quality figures in the shipped eval.json belong to the shipped weights.
 
 The fixture holds 100 pairs from the shipped model's own Tatoeba test split (written by
-``python -m model.evaluate --write-fixture``); ``model.evaluate`` records their greedy BLEU and chrF
-in ``eval.json``. Here they are recomputed from the weights, one sentence at a time through the same
-``generate`` the app uses, without the data folder.
+``python -m model.training.evaluate --write-fixture``); ``model.training.evaluate`` records their
+greedy BLEU and chrF in ``eval.json``. Here they are recomputed from the weights, one sentence at a
+time through the same ``generate`` the app uses, without the data folder.
 """
 
 from pathlib import Path
@@ -12,12 +12,12 @@ import sacrebleu
 import torch
 
 from model.decoding import DecodingOptions, generate
-from model.evaluate import file_sha256, read_fixture
-from model.train import MAX_SRC_TOKENS, MAX_TGT_TOKENS
+from model.tokenizer import MAX_SOURCE_TOKENS, MAX_TARGET_TOKENS
+from model.training.evaluate import file_sha256, read_fixture
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "heldout_tatoeba_100.tsv"
+FIXTURE = Path(__file__).resolve().parents[2] / "model" / "training" / "heldout_tatoeba_100.tsv"
 TOLERANCE = 0.5  # BLEU / chrF points: float noise between machines, not a different model
-RERUN = "rerun `python -m model.evaluate --data ../shared/data` on the shipped checkpoint"
+RERUN = "rerun `python -m model.training.evaluate --data ../shared/data` on the shipped checkpoint"
 
 
 def test_fixture_figures_match_the_shipped_weights(shipped_translator):
@@ -31,10 +31,10 @@ def test_fixture_figures_match_the_shipped_weights(shipped_translator):
     model, english, chinese = (
         shipped_translator.model, shipped_translator.english, shipped_translator.chinese
     )
-    options = DecodingOptions(max_len=MAX_TGT_TOKENS)
+    options = DecodingOptions(max_len=MAX_TARGET_TOKENS)
     outputs = []
     for pair in pairs:
-        src = torch.tensor([english.encode(pair.english)[:MAX_SRC_TOKENS]])
+        src = torch.tensor([english.encode(pair.english)[:MAX_SOURCE_TOKENS]])
         outputs.append(chinese.decode(generate(model, src, options).tokens))
     references = [[p.chinese for p in pairs]]
     bleu = sacrebleu.corpus_bleu(outputs, references, tokenize="zh").score

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from model.trace import (
+from model.explain.trace import (
     SAMPLE_DIMS,
     _round,
     add_norm_stats,

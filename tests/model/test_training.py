@@ -4,7 +4,7 @@ import json
 import random
 
 from model.decoding import DecodingOptions
-from model.train import main as train_main
+from model.training.train import main as train_main
 from model.translator import Translator
 
 WORDS = {"one": "一", "two": "二", "three": "三", "four": "四", "five": "五", "six": "六"}

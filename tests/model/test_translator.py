@@ -14,7 +14,7 @@ TEXT = "The cat sits on the mat."
 
 
 def test_missing_checkpoint_is_a_clear_error(tmp_path):
-    with pytest.raises(CheckpointError, match="python -m model.train"):
+    with pytest.raises(CheckpointError, match="python -m model.training.train"):
         Translator.load(tmp_path)
 
 

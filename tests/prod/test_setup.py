@@ -93,7 +93,7 @@ def test_missing_checkpoint_says_what_to_do(tmp_path, capsys):
         cli.main(["serve", "--checkpoint", str(tmp_path / "nothing")])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
-    assert "python -m model.train" in err and "Traceback" not in err
+    assert "python -m model.training.train" in err and "Traceback" not in err
 
 
 def test_console_script_serves(tiny_checkpoint):

@@ -17,8 +17,8 @@ import math
 
 import torch
 
-from model.record import RecordedPass
-from model.trace import Trace
+from model.explain.record import RecordedPass
+from model.explain.trace import Trace
 
 BLOCK_DIGITS = 4
 PREVIEW = 32  # weight matrices are shown as PREVIEW × PREVIEW block means (honestly labelled)

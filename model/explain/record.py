@@ -29,11 +29,11 @@ import torch
 from torch import Tensor
 
 from model.decoding import mask_special
-from model.trace import SAMPLE_DIMS, _round, add_norm_stats, embedding_data, ffn_stats, heads
+from model.explain.trace import SAMPLE_DIMS, _round, add_norm_stats, embedding_data, ffn_stats, heads
 from model.transformer import Transformer
 
 if TYPE_CHECKING:
-    from model.trace import Trace
+    from model.explain.trace import Trace
 
 Side = Literal["encoder", "decoder"]
 SUBLAYERS: dict[str, tuple[str, ...]] = {
@@ -181,7 +181,7 @@ class RecordedPass:
 
     def layer_statistics(self, side: Side) -> list[dict]:
         """Per layer, by the trace's names: each attention's weights [head][query][key], each
-        Add & Norm's statistics and the FFN's (``model/trace.py``'s lists)."""
+        Add & Norm's statistics and the FFN's (``model/explain/trace.py``'s lists)."""
         sublayers = SUBLAYERS[side]
         n = self.n_layers(side)
         # every statistic is computed for all records of a pass at once (they all cover the same

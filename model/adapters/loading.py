@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from model.marian import HUB_ID, MarianTranslator, is_marian_folder
+from model.adapters.marian import HUB_ID, MarianTranslator, is_marian_folder
 from model.translator import DEFAULT_CHECKPOINT, CheckpointError, Translator
 
 MARIAN_HINT = ("or pass --model with a Hugging Face Marian folder (config.json, model.safetensors, "

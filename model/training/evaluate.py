@@ -1,9 +1,9 @@
-"""Score a checkpoint on every held-out test split and the probe set: ``python -m model.evaluate``.
+"""Score a checkpoint on every held-out test split and the probe set: ``python -m model.training.evaluate``.
 
 Rebuilds the splits from ``--data`` with the checkpoint's own training settings (``history.json``:
 seed, test and dev sizes, dictionary), so no test sentence entered its training. Every split in
 ``Splits.test_sets()`` (Tatoeba, HSK, captions, TICO-19 health, NTREX news) and the hand-written
-probe set (``model/probe.tsv``, overall and per category) is translated greedily and with beam
+probe set (``model/training/probe.tsv``, overall and per category) is translated greedily and with beam
 search; BLEU (sacrebleu, ``tokenize="zh"``), chrF and the repetition rate go to ``eval.json``
 beside the weights (or ``--out``), with a few example outputs per split and every probe output.
 The committed test fixture (100 Tatoeba test pairs) is scored too, so a test can tie the
@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 
 import torch
-from torch import Tensor
 
-from model.data import (
+from model.decoding import beam_batch, greedy_batch, pad
+from model.tokenizer import MAX_SOURCE_TOKENS, MAX_TARGET_TOKENS, ChineseTokenizer, EnglishTokenizer
+from model.training.data import (
     Pair,
     Splits,
     _english_key,
@@ -32,17 +33,13 @@ from model.data import (
     split_pairs,
     vary_numbers,
 )
-from model.decoding import length_penalty as gnmt_length_penalty
-from model.lean import LeanDecoder
-from model.tokenizer import ChineseTokenizer, EnglishTokenizer
-from model.train import MAX_SRC_TOKENS, MAX_TGT_TOKENS, bleu_chrf, pad, translate_batch
-from model.transformer import BOS_ID, EOS_ID, Transformer
+from model.transformer import Transformer
 from model.translator import DEFAULT_CHECKPOINT, Translator
 
-log = logging.getLogger("model.evaluate")
+log = logging.getLogger("model.training.evaluate")
 
 PROBE_FILE = Path(__file__).parent / "probe.tsv"
-FIXTURE_FILE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "heldout_tatoeba_100.tsv"
+FIXTURE_FILE = Path(__file__).parent / "heldout_tatoeba_100.tsv"
 FIXTURE_SIZE = 100
 LENGTH_PENALTY = 0.6  # as DecodingOptions' default, so the figures match what the app shows
 MAX_UNIT = 4  # longest repeated span the repetition measure looks for, in characters
@@ -86,79 +83,29 @@ def repetition_rate(outputs: list[str], references: list[str]) -> float:
     return round(100.0 * flagged / len(outputs), 2)
 
 
-# -- batched beam search -----------------------------------------------------------------------
+def translate_batch(
+    model: Transformer, english: EnglishTokenizer, chinese: ChineseTokenizer, sentences: list[str],
+    batch_size: int = 64,
+) -> list[str]:
+    outputs = []
+    encoded = [english.encode(s)[:MAX_SOURCE_TOKENS] for s in sentences]
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    results: dict[int, str] = {}
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        ids = greedy_batch(model, pad([encoded[i] for i in chunk]), max_len=MAX_TARGET_TOKENS)
+        for index, tokens in zip(chunk, ids, strict=True):
+            results[index] = chinese.decode(tokens)
+    outputs = [results[i] for i in range(len(sentences))]
+    return outputs
 
 
-@torch.inference_mode()
-def beam_batch(
-    model: Transformer, src_ids: Tensor, beam_size: int = 4, max_len: int = MAX_TGT_TOKENS,
-    length_penalty: float = LENGTH_PENALTY,
-) -> list[list[int]]:
-    """Beam search over a padded batch (B, S): per sentence, the same search as ``generate``'s.
+def bleu_chrf(hypotheses: list[str], references: list[str]) -> tuple[float, float]:
+    import sacrebleu
 
-    Each sentence keeps its own beam (as in fairseq, an ending counts only if it ranks within the
-    beam; a sentence stops once ``beam_size`` hypotheses have ended). All live hypotheses of all
-    sentences are decoder rows of one batch; a sentence that stops leaves the batch.
-    """
-    model.eval()
-    memory = model.encode(src_ids)  # (B, S, D)
-    decoder = LeanDecoder(model, src_ids, memory, capacity=max_len + 1)
-    batch = src_ids.size(0)
-    owner = list(range(batch))  # the sentence of each decoder row; a sentence's rows are adjacent
-    prefixes: list[list[int]] = [[] for _ in range(batch)]  # tokens of each row's hypothesis
-    scores = torch.zeros(batch)  # cumulative log-probability of each row
-    created = [0] * batch  # hypotheses made so far per sentence: later wins a tie, as in generate
-    ended: list[list[tuple[float, int, list[int]]]] = [[] for _ in range(batch)]
-    results: list[list[int]] = [[] for _ in range(batch)]
-    logits = decoder.step(torch.full((batch,), BOS_ID, dtype=torch.long))
-    for position in range(max_len):
-        candidates = scores[:, None] + torch.log_softmax(logits, dim=-1)  # (R, V)
-        vocab = candidates.size(-1)
-        rows, tokens, next_scores, next_owner, next_prefixes = [], [], [], [], []
-        start = 0
-        while start < len(owner):
-            sentence = owner[start]
-            end = start
-            while end < len(owner) and owner[end] == sentence:
-                end += 1
-            flat = candidates[start:end].reshape(-1)
-            top_scores, top_index = torch.topk(flat, min(2 * beam_size, flat.numel()))
-            live = []
-            for rank, (score, index) in enumerate(
-                zip(top_scores.tolist(), top_index.tolist(), strict=True)
-            ):
-                if score == float("-inf") or len(live) == beam_size:
-                    break
-                row, token = divmod(index, vocab)
-                if token == EOS_ID and rank >= beam_size:
-                    continue
-                created[sentence] += 1
-                prefix = prefixes[start + row]
-                if token == EOS_ID:
-                    normalised = score / gnmt_length_penalty(position, length_penalty)
-                    ended[sentence].append((normalised, created[sentence], prefix))
-                else:
-                    live.append((start + row, token, score, created[sentence], prefix + [token]))
-            if len(ended[sentence]) >= beam_size or not live or position + 1 == max_len:
-                finalists = ended[sentence] or [
-                    (score / gnmt_length_penalty(len(prefix), length_penalty), order, prefix)
-                    for _, _, score, order, prefix in live
-                ]
-                results[sentence] = max(finalists, key=lambda item: (item[0], item[1]))[2]
-            else:
-                for row, token, score, _, prefix in live:
-                    rows.append(row)
-                    tokens.append(token)
-                    next_scores.append(score)
-                    next_owner.append(sentence)
-                    next_prefixes.append(prefix)
-            start = end
-        if not rows:
-            break
-        decoder.reorder(torch.tensor(rows))
-        owner, prefixes, scores = next_owner, next_prefixes, torch.tensor(next_scores)
-        logits = decoder.step(torch.tensor(tokens))
-    return results
+    bleu = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="zh").score
+    chrf = sacrebleu.corpus_chrf(hypotheses, [references]).score
+    return round(bleu, 2), round(chrf, 2)
 
 
 def translate_beam(
@@ -166,7 +113,7 @@ def translate_beam(
     beam_size: int = 4, batch_size: int = 32,
 ) -> list[str]:
     """Beam-search translations of ``sentences``, batched by source length."""
-    encoded = [english.encode(s)[:MAX_SRC_TOKENS] for s in sentences]
+    encoded = [english.encode(s)[:MAX_SOURCE_TOKENS] for s in sentences]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
     results: dict[int, str] = {}
     for start in range(0, len(order), batch_size):
@@ -356,8 +303,8 @@ def evaluate(
             {f"beam{beam_size}": {"beam_size": beam_size, "length_penalty": LENGTH_PENALTY}}
             if beam_size > 1 else {}
         ),
-        "max_src_tokens": MAX_SRC_TOKENS,
-        "max_tgt_tokens": MAX_TGT_TOKENS,
+        "max_src_tokens": MAX_SOURCE_TOKENS,
+        "max_tgt_tokens": MAX_TARGET_TOKENS,
         "sets": {},
     }
     for name, pairs in splits.test_sets().items():

@@ -20,7 +20,7 @@ from torch import Tensor
 from model.transformer import BOS_ID
 
 if TYPE_CHECKING:
-    from model.record import RecordedPass
+    from model.explain.record import RecordedPass
 
 SAMPLE_DIMS = 16  # how many dimensions of a vector the pages show as raw numbers
 TOP_CANDIDATES = 10
@@ -81,7 +81,7 @@ class Trace:
     projection: dict  # 2-D PCA of the source token vectors at the input and after each layer
     beam: list[BeamNodeInfo] = field(default_factory=list)
     model_ms: float = 0.0
-    # the recorded pass every number above was read from (tensors: model/record.py answers
+    # the recorded pass every number above was read from (tensors: model/explain/record.py answers
     # questions about it), and what the pages derived from it since (``Engine.derived``)
     recorded: RecordedPass | None = field(default=None, repr=False)
     derived: dict = field(default_factory=dict, repr=False)

@@ -1,4 +1,4 @@
-"""Train the translator: ``python -m model.train --data ../shared/data``.
+"""Train the translator: ``python -m model.training.train --data ../shared/data``.
 
 Teacher forcing (the decoder reads the reference shifted right by one and predicts every next
 character at once), label-smoothed cross-entropy, Adam (β = 0.9, 0.98) with the paper's warmup
@@ -22,7 +22,9 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from model.data import (
+from model.decoding import pad
+from model.tokenizer import MAX_SOURCE_TOKENS, MAX_TARGET_TOKENS, ChineseTokenizer, EnglishTokenizer
+from model.training.data import (
     CEDICT_FILE,
     concatenate_pairs,
     load_pairs,
@@ -31,14 +33,11 @@ from model.data import (
     vary_names,
     vary_numbers,
 )
-from model.decoding import greedy_batch
-from model.schedule import noam_lr
-from model.tokenizer import ChineseTokenizer, EnglishTokenizer
+from model.training.evaluate import bleu_chrf, translate_batch
+from model.training.schedule import noam_lr
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, Transformer, TransformerConfig
 
-DEFAULT_OUT = Path(__file__).parent / "checkpoints"
-MAX_SRC_TOKENS = 128
-MAX_TGT_TOKENS = 160
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "checkpoints"
 
 
 def smoothed_cross_entropy(logits: Tensor, labels: Tensor, smoothing: float) -> Tensor:
@@ -103,42 +102,12 @@ def make_batches(
     return batches
 
 
-def pad(sequences: list[list[int]]) -> torch.Tensor:
-    width = max(len(s) for s in sequences)
-    return torch.tensor([s + [PAD_ID] * (width - len(s)) for s in sequences], dtype=torch.long)
-
-
 def collate(examples: list[tuple[list[int], list[int]]]) -> tuple[torch.Tensor, ...]:
     """Source ids, decoder input (<bos> + reference) and labels (reference + <eos>)."""
     src = pad([s for s, _ in examples])
     tgt_in = pad([[BOS_ID] + t for _, t in examples])
     labels = pad([t + [EOS_ID] for _, t in examples])
     return src, tgt_in, labels
-
-
-def translate_batch(
-    model: Transformer, english: EnglishTokenizer, chinese: ChineseTokenizer, sentences: list[str],
-    batch_size: int = 64,
-) -> list[str]:
-    outputs = []
-    encoded = [english.encode(s)[:MAX_SRC_TOKENS] for s in sentences]
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-    results: dict[int, str] = {}
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        ids = greedy_batch(model, pad([encoded[i] for i in chunk]), max_len=MAX_TGT_TOKENS)
-        for index, tokens in zip(chunk, ids, strict=True):
-            results[index] = chinese.decode(tokens)
-    outputs = [results[i] for i in range(len(sentences))]
-    return outputs
-
-
-def bleu_chrf(hypotheses: list[str], references: list[str]) -> tuple[float, float]:
-    import sacrebleu
-
-    bleu = sacrebleu.corpus_bleu(hypotheses, [references], tokenize="zh").score
-    chrf = sacrebleu.corpus_chrf(hypotheses, [references]).score
-    return round(bleu, 2), round(chrf, 2)
 
 
 def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
@@ -324,7 +293,7 @@ def main(argv: list[str] | None = None) -> None:
     for pair in train_pairs:
         src = english.encode(pair.english)
         tgt = chinese.encode(pair.chinese)
-        if 1 < len(src) <= MAX_SRC_TOKENS and 0 < len(tgt) < MAX_TGT_TOKENS:
+        if 1 < len(src) <= MAX_SOURCE_TOKENS and 0 < len(tgt) < MAX_TARGET_TOKENS:
             examples.append((src, tgt))
     if args.init:  # the architecture is the initial checkpoint's
         base = TransformerConfig.load(args.init / "config.json")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from model.trace import Trace
+from model.explain.trace import Trace
 
 LENS_TOP = 5  # candidates listed per layer
 LENS_COLUMNS = 8  # candidates in the layer × candidate grid

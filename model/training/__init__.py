@@ -1,0 +1,1 @@
+"""Training and evaluation: the data, the training loop, the warm-up schedule, held-out scores."""
