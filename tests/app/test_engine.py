@@ -304,3 +304,29 @@ def test_a_call_that_cannot_finish_in_time_is_refused_at_once(tiny_translator):
     finally:
         CURRENT_TICKET.reset(token)
     assert engine.shed == 1 and engine.pending == 0
+
+
+def test_what_a_page_derives_from_a_trace_is_kept_with_it_and_counted(tiny_translator):
+    from app.engine import Engine
+    from app.schemas import TraceRequest
+
+    engine = Engine(tiny_translator, cache_size=4)
+    request = TraceRequest(text="a cat", max_len=3)
+    trace, _ = engine.trace(request)
+    before = engine.cache_bytes
+    runs = []
+
+    def derive(text: str) -> bytes:
+        runs.append(threading.get_ident())
+        return text.encode() * 1000
+
+    first, _ = engine.derived(request, trace, "payload", derive, "x")
+    again, elapsed = engine.derived(request, engine.trace(request)[0], "payload", derive, "y")
+    assert first == again == b"x" * 1000 and len(runs) == 1 and elapsed == 0.0
+    assert runs[0] != threading.get_ident()  # computed on the model thread
+    assert engine.cache_bytes >= before + 1000
+    # evicting the trace drops what was derived from it, bytes and all
+    for text in ("a dog", "a mat", "a hat", "a bat"):
+        engine.trace(TraceRequest(text=text, max_len=3))
+    assert request.cache_key() not in engine._traces
+    assert engine.cache_bytes == sum(size for _, size in engine._traces.values())

@@ -1,0 +1,114 @@
+"""The x-ray's JSON (POST /api/xray, POST /api/xray/block) on the tiny random checkpoint: what it
+sends is the trace's own recorded pass, read without running the model again."""
+
+from __future__ import annotations
+
+import base64
+import math
+
+import numpy as np
+import pytest
+
+from model.explain.record import stage_names
+
+TEXT = "The cat sits on the mat."
+
+
+def _counting(client):
+    """Count every encode/decode call of the app's model from now on (returns the counter)."""
+    model = client.app.state.translator.model
+    calls = {"encode": 0, "decode": 0}
+    encode, decode = model.encode, model.decode
+
+    def counted_encode(*args, **kwargs):
+        calls["encode"] += 1
+        return encode(*args, **kwargs)
+
+    def counted_decode(*args, **kwargs):
+        calls["decode"] += 1
+        return decode(*args, **kwargs)
+
+    model.encode, model.decode = counted_encode, counted_decode
+    return calls, lambda: (setattr(model, "encode", encode), setattr(model, "decode", decode))
+
+
+def _strip(stage: dict) -> np.ndarray:
+    codes = np.frombuffer(base64.b64decode(stage["codes"]), dtype=np.int8).reshape(stage["shape"])
+    return codes.astype(np.float64) / 127 * stage["scale"]
+
+
+def test_the_xray_answer_is_the_traces_own_pass(fresh_client):
+    calls, restore = _counting(fresh_client)
+    try:
+        trace = fresh_client.post("/api/trace", json={"text": TEXT, "max_len": 6}).json()
+        after_trace = dict(calls)
+        xray = fresh_client.post("/api/xray", json={"text": TEXT, "max_len": 6}).json()
+        for block in ("self_attention", "add_norm1", "ffn", "add_norm2"):
+            answer = fresh_client.post("/api/xray/block", json={
+                "text": TEXT, "max_len": 6, "side": "encoder", "block": block, "layer": 1,
+                "position": 1})
+            assert answer.status_code == 200
+    finally:
+        restore()
+    assert after_trace["encode"] >= 1
+    assert calls == after_trace  # the x-ray and its blocks ran neither the encoder nor the decoder
+
+    for side in ("encoder", "decoder"):
+        layers = len(trace[side])
+        names = [s["name"] for s in xray[side]["stages"]]
+        assert names == ["embedding"] + stage_names(side) * layers
+        assert [s["layer"] for s in xray[side]["stages"]][1:] == [
+            layer for layer in range(layers) for _ in stage_names(side)]
+    # the strips hold the trace's vectors (int8 codes: within half a step of the largest value)
+    embedding = _strip(xray["encoder"]["values"][0])
+    expected = np.array(trace["embeddings"]["encoder"]["sum"])
+    assert np.abs(embedding - expected).max() <= xray["encoder"]["values"][0]["scale"] / 127
+    # the logits give every probability the trace shows
+    logits = np.frombuffer(base64.b64decode(xray["logits"]["float32"]), dtype="<f4").reshape(
+        xray["logits"]["shape"])
+    assert logits.shape == (len(trace["steps"]), len(xray["vocab"]))
+    for row, step in zip(logits, trace["steps"], strict=True):
+        finite = row[np.isfinite(row)]
+        probs = np.exp(row - finite.max()) / np.exp(finite - finite.max()).sum()
+        assert probs[step["id"]] == pytest.approx(step["prob"], abs=1e-5)
+
+
+def test_an_opened_attention_block_is_the_traced_head(app_client):
+    body = {"text": TEXT, "max_len": 6}
+    trace = app_client.post("/api/trace", json=body).json()
+    for side, block, matrix in (("encoder", "self_attention", trace["encoder"][0]["self_attention"]),
+                                ("decoder", "cross_attention", trace["decoder"][1]["cross_attention"])):
+        layer = 0 if side == "encoder" else 1
+        opened = app_client.post("/api/xray/block", json={
+            **body, "side": side, "block": block, "layer": layer, "position": 1}).json()
+        assert len(opened["heads"]) == len(matrix)
+        for head, weights in zip(opened["heads"], matrix, strict=True):
+            assert head["weights"] == pytest.approx(weights[1], abs=1e-5)
+            assert sum(head["weights"]) == pytest.approx(1.0, abs=1e-4)
+        assert opened["d_k"] == len(opened["heads"][0]["q"])
+
+
+def test_an_opened_add_norm_block_adds_and_normalises(app_client):
+    opened = app_client.post("/api/xray/block", json={
+        "text": TEXT, "max_len": 6, "side": "decoder", "block": "add_norm3", "layer": 0,
+        "position": 0}).json()
+    summed = [a + b for a, b in zip(opened["residual"], opened["sublayer"], strict=True)]
+    assert summed == pytest.approx(opened["sum"], abs=2e-4)
+    mean = sum(opened["sum"]) / len(opened["sum"])
+    assert opened["mean"] == pytest.approx(mean, abs=1e-4)
+    normalized = [(x - opened["mean"]) / math.sqrt(opened["std"] ** 2 + opened["eps"])
+                  for x in opened["sum"]]
+    assert normalized == pytest.approx(opened["normalized"], abs=2e-3)
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"side": "encoder", "block": "cross_attention"}, "block"),
+    ({"side": "encoder", "block": "output"}, "block"),
+    ({"side": "decoder", "block": "ffn", "layer": 9}, "layer"),
+    ({"side": "encoder", "block": "ffn", "position": 200}, "position"),
+    ({"side": "decoder", "block": "ffn", "position": 7}, "position"),
+])
+def test_a_block_that_does_not_exist_is_a_clear_error(app_client, extra, field):
+    response = app_client.post("/api/xray/block", json={"text": TEXT, "max_len": 6, **extra})
+    assert response.status_code == 422
+    assert field in response.text
