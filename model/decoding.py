@@ -9,7 +9,6 @@ the whole prefix; both give the same tokens, which the tests check.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -278,10 +277,6 @@ def greedy_batch(model: Transformer, src_ids: Tensor, max_len: int = 64) -> list
             tokens.append(token)
         results.append(tokens)
     return results
-
-
-def sequence_log_prob(scores: list[float]) -> float:
-    return math.fsum(scores)
 
 
 def pad(sequences: list[list[int]]) -> torch.Tensor:
