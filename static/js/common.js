@@ -43,6 +43,17 @@ const ITT = (() => {
     return Object.assign(body, extra || {});
   }
 
+  /** The URL's translation settings (those set) and forced prefix, for a link to another page. */
+  function carriedQuery() {
+    const query = params();
+    const carried = new URLSearchParams();
+    for (const name of Object.keys(FIELDS)) {
+      if (query.get(name)) carried.set(name, query.get(name));
+    }
+    for (const value of query.getAll("forced")) carried.append("forced", value);
+    return carried;
+  }
+
   /** Links marked data-carry keep the sentence and settings; the language toggle returns here. */
   function syncLinks() {
     const query = params();
@@ -247,7 +258,7 @@ const ITT = (() => {
   }
 
   return {
-    t, params, text, requestFromURL, setURL, syncLinks, api, get, plot, plotOrNote, chips,
+    t, params, text, requestFromURL, carriedQuery, setURL, syncLinks, api, get, plot, plotOrNote, chips,
     element, table, number, start, showError, clearError, pageData,
   };
 })();

@@ -126,6 +126,10 @@ def test_every_page_renders_in_both_languages(fresh_client, path, lang):
     page, title_key = TITLES[path]
     title = strings(lang, page)[title_key]
     assert title.replace("“", "&#8220;") in html or title in html
-    assert f'src="/static/js/{page}.js"' in html and 'href="/static/css/app.css"' in html
+    # the x-ray is ES modules (static/js/xray/*.js), entered through main.js
+    script = f'src="/static/js/{page}.js"'
+    if page == "xray":
+        script = '<script type="module" src="/static/js/xray/main.js">'
+    assert script in html and 'href="/static/css/app.css"' in html
     assert response.headers["content-security-policy"].startswith("default-src 'self'")
     assert response.headers["content-language"] == lang

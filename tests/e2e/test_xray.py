@@ -432,6 +432,24 @@ def test_beam_search_lineage_tree(page, server):
     assert page.locator("#xr-beam-svg line").count() == len(trace["beam"]) - 1
     winner = page.locator("#xr-finished li.xr-winner")
     assert winner.count() == 1 and "".join(trace["target_tokens"]) in winner.text_content()
+    assert page.locator("#xr-no-end").is_hidden()
+
+
+def test_beam_tree_ranks_the_open_hypotheses_when_none_ended(page, server):
+    """max_len 3 stops the search before any <eos>: as app/pages/decode.py's beam_lineage does,
+    the open hypotheses (all of length 3, so by log p) are ranked rather than none listed."""
+    open_page(page, server, "&strategy=beam&beam_size=3&max_len=3")
+    trace = api(server, "/api/trace", {"text": SEED, "strategy": "beam", "beam_size": 3, "max_len": 3})
+    nodes = trace["beam"]
+    assert not any(n["finished"] for n in nodes)
+    parents = {n["parent"] for n in nodes}
+    open_ = sorted((n for n in nodes if n["step"] == 3 and n["id"] not in parents), key=lambda n: -n["score"])
+    assert len(open_) == 3
+    ranked = page.locator("#xr-finished li")
+    assert ranked.evaluate_all("lis => lis.map(li => +li.dataset.node)") == [n["id"] for n in open_]
+    winner = page.locator("#xr-finished li.xr-winner")
+    assert winner.count() == 1 and winner.text_content().startswith("".join(trace["target_tokens"]))
+    assert page.locator("#xr-no-end").is_visible()
 
 
 def test_chinese_and_narrow_screen(browser, server):

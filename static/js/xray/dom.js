@@ -1,0 +1,60 @@
+/* What every part of the picture shares: the page's configuration and strings, element builders,
+   the diverging colour scale. ITT is common.js's global (loaded before this module). */
+
+export const t = ITT.t;
+export const cfg = ITT.pageData.config; // d_model, n_heads, layer counts, d_ff, activation
+export const SIZES = JSON.parse(document.getElementById("xr-sizes").textContent); // vocabulary sizes
+const SVG = "http://www.w3.org/2000/svg";
+
+export const $ = (id) => document.getElementById(id);
+export const fixed = (x, d = 2) => (x === null || x === undefined ? "−∞" : Number(x).toFixed(d));
+export const el = (tag, text, cls) => ITT.element(tag, text, cls);
+
+export function svg(tag, attrs, text) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** Diverging colour for value v on a ±m scale: blue (negative) – white – red (positive). */
+export function colour(v, m) {
+  const x = Math.max(-1, Math.min(1, v / (m || 1)));
+  const a = Math.abs(x);
+  return x >= 0
+    ? [255 - a * (255 - 178), 255 - a * (255 - 24), 255 - a * (255 - 43)]
+    : [255 - a * (255 - 33), 255 - a * (255 - 102), 255 - a * (255 - 172)];
+}
+
+/** The value below which 98% of |v| fall: a colour scale that one outlier cannot wash out. */
+export function scaleOf(rows) {
+  let n = 0;
+  for (const row of rows) n += row.length;
+  if (!n) return 1;
+  const all = new Float32Array(n);
+  let i = 0;
+  for (const row of rows) for (const v of row) all[i++] = Math.abs(v);
+  all.sort(); // typed arrays sort numerically, without a comparator call per pair
+  return all[Math.min(n - 1, Math.floor(n * 0.98))] || 1;
+}
+
+export function argmax(values, skip) {
+  let best = -1;
+  for (let i = 0; i < values.length; i++) {
+    if (i === skip) continue;
+    if (best < 0 || values[i] > values[best]) best = i;
+  }
+  return best;
+}
+
+/** A table cell with a probability bar, or the reason the token was cut ("k" or "p"). */
+export function barCell(p, isNew, cutBy) {
+  const td = el("td");
+  const bar = el("div", null, isNew ? "xr-bar xr-new" : "xr-bar");
+  const fill = el("span");
+  fill.style.width = `${(p * 100).toFixed(2)}%`;
+  const label = cutBy ? t(cutBy === "k" ? "xray.cut_k" : "xray.cut_p") : fixed(p, 4);
+  bar.append(fill, el("b", label));
+  td.append(bar);
+  return td;
+}

@@ -1,0 +1,139 @@
+/* The x-ray: the whole encoder–decoder translating one sentence, drawn from the trace.
+   Rows are stages; each token is a lane; each lane shows the token's vector as a strip of colours.
+   Attention rows draw their weights as lines from key lanes (above) to query lanes (below).
+   A player walks the encoder phase and then every decoding time step through seven sub-steps.
+   User text only ever reaches the page through textContent or SVG text nodes.
+
+   This module loads the sentence the URL describes and wires the controls. The parts:
+   state.js (the one state object), data.js (decoding /api/xray), frames.js (the timeline),
+   rows.js (rows, layout, strips), overlay.js (lines, bars, tokens), narration.js, player.js
+   (render, play, step, scroll, motion), whatif.js (sampling knobs, forcing, comparison),
+   sampling.js and beam.js (the formulas copied from Python, pure), beamtree.js, blocks.js. */
+
+import { S, saveFrame } from "./state.js";
+import { $, cfg } from "./dom.js";
+import { decodeXray } from "./data.js";
+import { buildFrames } from "./frames.js";
+import { buildRows, buildTokens, heatLinks, layoutAll } from "./rows.js";
+import { go, pause, play, render, setFocus, stepTime, tick } from "./player.js";
+import { decodeAll, draw, drawCompare, drawSampling } from "./whatif.js";
+import { renderBlock, toggleBlock } from "./blocks.js";
+import { drawBeam } from "./beamtree.js";
+import { filterDistribution } from "./sampling.js";
+
+/** Fetch the trace and the x-ray data for the URL's request, then build and draw everything. */
+async function reload() {
+  document.body.dataset.xray = "loading";
+  S.playing = false;
+  clearTimeout(S.timer);
+  ITT.clearError();
+  const req = ITT.requestFromURL();
+  const calls = [ITT.api("/api/trace", req), ITT.api("/api/xray", req)];
+  if (req.forced_prefix && req.forced_prefix.length) {
+    const plain = { ...req };
+    delete plain.forced_prefix;
+    calls.push(ITT.api("/api/trace", plain));
+  }
+  const [trace, xr, original] = await Promise.all(calls);
+  S.req = req;
+  S.trace = trace;
+  S.xr = decodeXray(xr);
+  S.original = original || null;
+  S.focus = null;
+  for (const state of S.open.values()) { state.position = null; state.row.panel.hidden = true; }
+  S.open.clear();
+  buildFrames();
+  buildRows(toggleBlock);
+  buildTokens(setFocus);
+  const query = ITT.params();
+  const head = query.get("head");
+  S.head = head === "all" || (head !== null && /^\d+$/.test(head) && Number(head) < cfg.n_heads) ? head : "avg";
+  $("xr-head").value = S.head;
+  const frame = Number.parseInt(query.get("frame") || "", 10);
+  S.frame = Number.isInteger(frame) ? Math.max(0, Math.min(S.frames.length - 1, frame)) : 0;
+  S.drawn = null;
+  layoutAll();
+  render();
+  for (const key of (query.get("open") || "").split(",").slice(0, 12)) {
+    const row = S.rows.find((r) => r.key === key && r.panel);
+    if (row && row.panel.hidden) toggleBlock(row);
+  }
+  heatLinks();
+  drawCompare();
+  drawBeam();
+  document.body.dataset.xray = "ready";
+  requestAnimationFrame(() => { document.body.dataset.xrayDrawnMs = String(Math.round(performance.now())); });
+}
+
+function stickyOffset() {
+  const header = document.querySelector("header.site");
+  const sticky = header && getComputedStyle(header).position === "sticky";
+  document.documentElement.style.setProperty("--xr-top", sticky ? `${header.offsetHeight}px` : "0px");
+}
+
+function wire() {
+  $("xr-first").addEventListener("click", () => go(0));
+  $("xr-last").addEventListener("click", () => go(S.frames.length - 1));
+  $("xr-prev").addEventListener("click", () => go(S.frame - 1));
+  $("xr-next").addEventListener("click", () => go(S.frame + 1));
+  $("xr-play").addEventListener("click", () => (S.playing ? pause() : play()));
+  $("xr-scrub").addEventListener("input", (event) => go(Number(event.target.value)));
+  $("xr-speed").addEventListener("change", (event) => { S.speed = Number(event.target.value) || 1; if (S.playing) tick(); });
+  $("xr-head").addEventListener("change", (event) => {
+    S.head = event.target.value;
+    saveFrame();
+    heatLinks();
+    render();
+    if (S.head === "avg" || S.head === "all") return;
+    for (const state of S.open.values()) {  // opened attention blocks show the same head
+      if (state.data && state.data.heads) { state.head = Number(S.head); renderBlock(state); }
+    }
+  });
+  for (const id of ["xr-temperature", "xr-topk", "xr-topp"]) {
+    $(id).addEventListener("input", () => { if (S.trace) drawSampling(); });
+  }
+  $("xr-draw-button").addEventListener("click", draw);
+  $("xr-decode-all").addEventListener("click", decodeAll);
+  document.addEventListener("keydown", (event) => {
+    if (!S.trace || event.altKey || event.ctrlKey || event.metaKey) return;
+    const target = event.target;
+    const tag = target && target.tagName;
+    if (tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") return;
+    if (event.key === " " || event.key === "Spacebar") {
+      if (tag === "BUTTON" || tag === "A") return; // the focused control gets its own click
+      event.preventDefault();
+      if (S.playing) pause(); else play();
+    } else if (event.key === "ArrowRight") {
+      event.preventDefault();
+      if (event.shiftKey) stepTime(1); else go(S.frame + 1);
+    } else if (event.key === "ArrowLeft") {
+      event.preventDefault();
+      if (event.shiftKey) stepTime(-1); else go(S.frame - 1);
+    } else if (event.key === "Home") {
+      event.preventDefault();
+      go(0);
+    } else if (event.key === "End") {
+      event.preventDefault();
+      go(S.frames.length - 1);
+    }
+  });
+  let pending = false;
+  let lastWidth = 0;
+  const observer = new ResizeObserver(() => {
+    const width = $("xr-stage").clientWidth;
+    if (pending || width === lastWidth) return;
+    pending = true;
+    requestAnimationFrame(() => {
+      pending = false;
+      lastWidth = $("xr-stage").clientWidth;
+      stickyOffset();
+      if (S.trace) { layoutAll(); render(); }
+    });
+  });
+  observer.observe($("xr-stage"));
+  stickyOffset();
+}
+
+wire();
+ITT.start(reload);
+window.ITTXray = { state: S, filterDistribution, go, play, pause };

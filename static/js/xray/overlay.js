@@ -1,0 +1,205 @@
+/* What each frame draws over the strips: attention lines, the current lane, the not-yet-computed
+   veil, the output bars, the token rows and the translation so far. */
+
+import { S } from "./state.js";
+import { el, fixed, svg, t } from "./dom.js";
+import { visibleDecoder } from "./frames.js";
+import { figHeight, lanes, laneCount, MEMORY_H, rowTitle, STRIP_H, TOP_BARS } from "./rows.js";
+
+const COLOURS = { encoder: "#0072b2", decoder_self: "#d55e00", cross: "#009e73" };
+const HEAD_COLOURS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7f7f00", "#000000"];
+
+/** matrix: [head][query][key] → [query][key] for the chosen head or the average of all. */
+export function headWeights(matrix) {
+  if (S.head !== "avg" && S.head !== "all") return matrix[Number(S.head)];
+  const H = matrix.length;
+  return matrix[0].map((row, q) => row.map((_, k) => {
+    let s = 0;
+    for (let h = 0; h < H; h++) s += matrix[h][q][k];
+    return s / H;
+  }));
+}
+
+/** The trace's [head][query][key] weights for an attention row. */
+export function attentionMatrix(row) {
+  const layer = row.side === "encoder" ? S.trace.encoder[row.layer] : S.trace.decoder[row.layer];
+  return row.kind === "cross" ? layer.cross_attention : layer.self_attention;
+}
+
+/** Redraw a row's overlay for this frame (nothing when what it shows has not changed). */
+export function drawOverlay(row, frame) {
+  const visible = visibleDecoder(frame);
+  const focus = S.focus && S.focus.side === row.side ? S.focus.pos : null;
+  const when = row.side === "encoder" ? frame.t > 0 : frame.t;
+  // an English token in focus also picks out the cross-attention lines that reach it
+  const keyFocus = row.kind === "cross" && S.focus && S.focus.side === "encoder" ? S.focus.pos : null;
+  const signature = `${when}|${row.type === "output" ? frame.sub : ""}|${S.head}|${focus}|${keyFocus}|${row.width}`;
+  if (row.signature === signature) return;
+  row.signature = signature;
+  const group = [];
+  const height = figHeight(row);
+  if (row.type === "output") {
+    group.push(...outputBars(row, frame));
+    const top = frame.t ? stepTop(frame.t - 1, TOP_BARS).map((c) => `${c.token} ${fixed(c.prob, 3)}`).join(", ") : "";
+    row.fig.setAttribute("role", "img");
+    row.fig.setAttribute("aria-label", `${rowTitle(row)[0]}: ${top || t("xray.not_yet")}`);
+    row.overlay.replaceChildren(...group);
+    return;
+  }
+  const n = laneCount(row.side);
+  const { w, x } = lanes(row.width, n);
+  if (focus !== null) {
+    group.push(svg("rect", { x: x(focus) - w / 2 + 1, y: 0, width: w - 2, height, fill: "#0072b2", opacity: 0.1 }));
+  }
+  if (row.side === "decoder" && visible > 0 && visible <= n) {
+    group.push(svg("rect", { x: x(visible - 1) - w / 2 + 1, y: row.stripY - 2, width: w - 2, height: STRIP_H + 4,
+      fill: "none", stroke: "#e69f00", "stroke-width": 2, rx: 3 }));
+  }
+  if (row.type === "attention") {
+    group.push(...attentionLines(row, frame, visible, focus, keyFocus));
+    describeAttention(row, frame, visible, focus);
+  }
+  if (row.kind === "cross") group.push(...memoryLabels(row));
+  if (row.side === "decoder") {
+    const from = Math.min(visible, n);
+    if (from < n) {
+      const top = row.type === "attention" ? row.stripY - 2 : 0;
+      const hide = svg("rect", { x: x(from) - w / 2, y: top, width: row.width - (x(from) - w / 2),
+        height: height - top, fill: "#fff", opacity: 0.88 });
+      group.push(hide);
+      if (row.block === "embedding" && row.width - x(from) > 80) {
+        group.push(svg("text", { x: x(from) - w / 2 + 4, y: height - 5, "font-size": 10, fill: "#777" }, t("xray.not_yet")));
+      }
+    }
+  }
+  row.overlay.replaceChildren(...group);
+}
+
+function attentionLines(row, frame, visible, focus, keyFocus = null) {
+  const out = [];
+  if (row.side === "decoder" && visible === 0) return out;
+  const matrix = attentionMatrix(row);
+  const layers = S.head === "all"
+    ? matrix.map((weights, h) => ({ weights, colour: HEAD_COLOURS[h % HEAD_COLOURS.length], h, scale: 0.8 }))
+    : [{ weights: headWeights(matrix), colour: COLOURS[row.kind], h: S.head, scale: 1 }];
+  const queries = laneCount(row.side);
+  const keys = row.kind === "cross" ? S.trace.source_tokens.length : queries;
+  const q = lanes(row.width, queries);
+  const k = lanes(row.width, keys);
+  const top = row.kind === "cross" ? MEMORY_H + 14 : 0;
+  const bottom = row.stripY - 1;
+  const mid = (top + bottom) / 2;
+  const limit = row.side === "decoder" ? Math.min(visible, queries) : queries;
+  const currentQuery = row.side === "decoder" ? limit - 1 : null;
+  for (let i = 0; i < limit; i++) {
+    let strength;
+    if (focus !== null) strength = i === focus ? 1 : 0;
+    else if (keyFocus !== null) strength = 1;
+    else if (currentQuery !== null) strength = i === currentQuery ? 1 : 0.22;
+    else strength = frame.t === 0 ? 0.55 : 0.25;
+    if (strength === 0) continue;
+    for (const { weights, colour, h, scale } of layers) {
+      const rowWeights = weights[i];
+      for (let j = 0; j < keys; j++) {
+        if (keyFocus !== null && j !== keyFocus) continue;
+        const wgt = rowWeights[j];
+        if (!(wgt >= 0.03)) continue;
+        const kx = k.x(j);
+        const qx = q.x(i);
+        out.push(svg("path", {
+          d: `M${kx.toFixed(1)},${top} C${kx.toFixed(1)},${mid} ${qx.toFixed(1)},${mid} ${qx.toFixed(1)},${bottom}`,
+          fill: "none", stroke: colour, "stroke-width": (0.6 + 3.6 * wgt * scale).toFixed(2),
+          "stroke-opacity": (strength * scale * (0.15 + 0.85 * wgt)).toFixed(3), "data-q": i, "data-k": j,
+          "data-w": wgt.toFixed(4), "data-h": h, class: strength === 1 || (frame.t === 0 && wgt >= 0.2) ? "xr-now" : "",
+        }));
+      }
+    }
+  }
+  return out;
+}
+
+/** What the lines show, in words, for screen readers: the query's three strongest keys. */
+function describeAttention(row, frame, visible, focus) {
+  const query = focus !== null ? focus : (row.side === "decoder" ? visible - 1 : null);
+  const [name] = rowTitle(row);
+  let text = `${name}, ${t("word.layer", { n: row.layer + 1 })}`;
+  if (query !== null && query >= 0) {
+    const weights = headWeights(attentionMatrix(row))[query];
+    const keys = row.kind === "cross" ? S.trace.source_tokens : (row.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input);
+    const queryToken = row.side === "encoder" ? S.trace.source_tokens[query] : S.trace.decoder_input[query];
+    const best = weights.map((w, k) => [w, k]).sort((a, b) => b[0] - a[0]).slice(0, 3);
+    text += `: ${queryToken} → ${best.map(([w, k]) => `${keys[k]} ${fixed(w, 2)}`).join(", ")}`;
+  }
+  row.fig.setAttribute("role", "img");
+  row.fig.setAttribute("aria-label", text);
+}
+
+function memoryLabels(row) {
+  const tokens = S.trace.source_tokens;
+  const { w, x } = lanes(row.width, tokens.length);
+  if (w < 26) return [];
+  return tokens.map((token, i) => {
+    const label = svg("text", { x: x(i), y: MEMORY_H + 11, "text-anchor": "middle", "font-size": 9.5,
+      fill: "#2f6f5a" }, token.length > w / 6 ? `${token.slice(0, Math.max(1, Math.floor(w / 6) - 1))}…` : token);
+    return label;
+  });
+}
+
+function stepTop(stepIndex, count) {
+  const step = S.trace.steps[stepIndex];
+  return step ? step.top.slice(0, count) : [];
+}
+
+function outputBars(row, frame) {
+  const out = [];
+  if (frame.t === 0) {
+    out.push(svg("text", { x: 4, y: 14, "font-size": 11, fill: "#888" }, t("xray.not_yet")));
+    return out;
+  }
+  const step = S.trace.steps[frame.t - 1];
+  const reached = frame.sub >= 6;
+  const labelW = 46;
+  const barMax = Math.max(row.width - labelW - 60, 40);
+  stepTop(frame.t - 1, TOP_BARS).forEach((c, i) => {
+    const y = 3 + i * 15;
+    const chosen = c.token === step.token;
+    const group = svg("g", { "data-token": c.token, class: chosen ? "xr-bar-chosen" : "" });
+    group.append(svg("text", { x: 2, y: y + 10, "font-size": 12, fill: "#1d2330" }, c.token));
+    group.append(svg("rect", { x: labelW, y, width: Math.max(1, barMax * c.prob), height: 11, rx: 2,
+      fill: chosen && reached ? "#e69f00" : "#8aa6c1", opacity: reached ? 1 : 0.5 }));
+    group.append(svg("text", { x: labelW + Math.max(1, barMax * c.prob) + 4, y: y + 10, "font-size": 10.5,
+      fill: "#333" }, fixed(c.prob, 3)));
+    out.push(group);
+  });
+  return out;
+}
+
+/** The token buttons: focus marks, and the decoder's future inputs hidden. */
+export function drawTokens(frame) {
+  const visible = visibleDecoder(frame);
+  for (const row of S.rows.filter((r) => r.type === "tokens")) {
+    row.buttons.forEach((button, i) => {
+      const focused = S.focus && S.focus.side === row.side && S.focus.pos === i;
+      button.classList.toggle("xr-focus", Boolean(focused));
+      if (row.side === "decoder") {
+        button.classList.toggle("xr-hidden", i >= visible);
+        button.classList.toggle("xr-current", i === visible - 1);
+        button.tabIndex = i >= visible ? -1 : 0;
+      }
+    });
+  }
+}
+
+/** The translation so far: every character chosen by this frame. */
+export function drawChosen(frame) {
+  const row = S.rows.find((r) => r.type === "chosen");
+  const steps = S.trace.steps;
+  const done = frame.t === 0 ? 0 : (frame.sub >= 6 ? frame.t : frame.t - 1);
+  const spans = [];
+  for (let i = 0; i < done; i++) {
+    const span = el("span", steps[i].token, steps[i].forced ? "xr-forced" : null);
+    span.dataset.step = i;
+    spans.push(span);
+  }
+  row.out.replaceChildren(...spans);
+}

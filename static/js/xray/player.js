@@ -1,0 +1,151 @@
+/* The player and its motion: render a frame, step, play and pause, keep the active block in view,
+   and fly the chosen character from its bar to the output. */
+
+import { S, saveFrame } from "./state.js";
+import { $, t } from "./dom.js";
+import { activeBlocks, current, DEC_SUBS, ENC_SUBS } from "./frames.js";
+import { drawChosen, drawOverlay, drawTokens } from "./overlay.js";
+import { narrate } from "./narration.js";
+import { drawSampling } from "./whatif.js";
+import { refreshOpenPanels } from "./blocks.js";
+
+const SUB_MS = 1400; // one sub-step at 1× speed
+const REDUCED_MOTION = window.matchMedia("(prefers-reduced-motion: reduce)");
+
+/** Draw the frame S.frame: lit blocks, overlays, tokens, narration, player, sampling, panels. */
+export function render() {
+  if (!S.trace) return;
+  const frame = current();
+  const active = activeBlocks(frame);
+  for (const row of S.rows) {
+    row.node.classList.toggle("xr-active", active.has(row.key));
+    if (row.overlay) drawOverlay(row, frame);
+  }
+  drawTokens(frame);
+  drawChosen(frame);
+  drawPlayer(frame);
+  narrate(frame);
+  const stepIndex = frame.t === 0 ? 0 : frame.t - 1;
+  if (S.drawn !== stepIndex) {
+    S.drawn = stepIndex;
+    drawSampling();
+  }
+  refreshOpenPanels();
+}
+
+function drawPlayer(frame) {
+  const scrub = $("xr-scrub");
+  scrub.max = String(Math.max(S.frames.length - 1, 0));
+  scrub.value = String(S.frame);
+  const phase = frame.t === 0 ? t("xray.phase_encoder")
+    : t("xray.phase_step", { t: frame.t, total: S.trace.steps.length });
+  const total = frame.t === 0 ? ENC_SUBS.length : DEC_SUBS.length;
+  const where = t("xray.position", { phase, n: frame.sub + 1, total });
+  $("xr-where").textContent = where;
+  scrub.setAttribute("aria-valuetext", where);
+  $("xr-prev").disabled = S.frame <= 0;
+  $("xr-first").disabled = S.frame <= 0;
+  $("xr-next").disabled = S.frame >= S.frames.length - 1;
+  $("xr-last").disabled = S.frame >= S.frames.length - 1;
+  const play = $("xr-play");
+  play.querySelector(".xr-i-play").style.display = S.playing ? "none" : "";
+  play.querySelector(".xr-i-pause").style.display = S.playing ? "" : "none";
+  const label = S.playing ? play.dataset.pause : play.dataset.play;
+  play.setAttribute("aria-label", label);
+  play.title = label;
+  play.setAttribute("aria-pressed", S.playing ? "true" : "false");
+  $("xr-stage").classList.toggle("xr-playing", S.playing);
+}
+
+/** Show frame number `frame` (clamped); the player's own ticks pass fromPlay. */
+export function go(frame, fromPlay) {
+  const last = S.frames.length - 1;
+  const next = Math.max(0, Math.min(last, frame));
+  const before = current();
+  S.frame = next;
+  render();
+  const now = current();
+  if (now.name === "output" && (before.t !== now.t || before.sub !== now.sub) && next > 0) {
+    requestAnimationFrame(() => fly(now));
+  }
+  if (!fromPlay) saveFrame();
+  scrollActiveIntoView();
+}
+
+function scrollActiveIntoView() {
+  if (!S.playing) return;
+  const row = S.rows.find((r) => r.node.classList.contains("xr-active") && r.side === (current().t === 0 ? "encoder" : "decoder"));
+  if (!row) return;
+  const rect = row.node.getBoundingClientRect();
+  const player = $("xr-player").getBoundingClientRect();
+  if (rect.top < player.bottom || rect.bottom > window.innerHeight) {
+    window.scrollBy({ top: rect.top - player.bottom - 20, behavior: "auto" });
+  }
+}
+
+export function play() {
+  if (S.frame >= S.frames.length - 1) S.frame = 0;
+  S.playing = true;
+  tick();
+  drawPlayer(current());
+}
+
+export function pause() {
+  S.playing = false;
+  clearTimeout(S.timer);
+  saveFrame();
+  drawPlayer(current());
+}
+
+/** Schedule the next frame (again after a speed change). */
+export function tick() {
+  clearTimeout(S.timer);
+  S.timer = setTimeout(() => {
+    if (!S.playing) return;
+    if (S.frame >= S.frames.length - 1) { pause(); return; }
+    go(S.frame + 1, true);
+    tick();
+  }, SUB_MS / S.speed);
+}
+
+/** Jump a whole decoding time step forward (delta 1) or back (−1). */
+export function stepTime(delta) {
+  const frame = current();
+  const target = frame.t + delta;
+  const index = S.frames.findIndex((f) => f.t === target);
+  if (index >= 0) go(index);
+  else go(delta < 0 ? 0 : S.frames.length - 1);
+}
+
+/** The chosen character flies from its bar to the output row, then to the next decoder input. */
+function fly(frame) {
+  const flyer = $("xr-flyer");
+  const step = S.trace.steps[frame.t - 1];
+  const outRow = S.rows.find((r) => r.key === "dec-output");
+  const bar = outRow && [...outRow.overlay.querySelectorAll("g")].find((g) => g.dataset.token === step.token);
+  const chosenRow = S.rows.find((r) => r.type === "chosen");
+  const slot = chosenRow.out.lastElementChild;
+  if (!bar || !slot || !flyer.animate || REDUCED_MOTION.matches) return;
+  const a = bar.getBoundingClientRect();
+  const b = slot.getBoundingClientRect();
+  const tokensRow = S.rows.find((r) => r.key === "dec-tokens");
+  const nextButton = tokensRow.buttons[frame.t];
+  const c = nextButton ? nextButton.getBoundingClientRect() : null;
+  flyer.textContent = step.token;
+  flyer.style.display = "block";
+  const frames = [{ transform: `translate(${a.left}px, ${a.top - 6}px) scale(1.4)` },
+    { transform: `translate(${b.left}px, ${b.top}px) scale(1)`, offset: c ? 0.55 : 1 }];
+  if (c && c.bottom > 0 && c.top < window.innerHeight) {
+    frames.push({ transform: `translate(${c.left + 4}px, ${c.top}px) scale(0.9)` });
+  }
+  if (S.flying) S.flying.cancel();
+  S.flying = flyer.animate(frames, { duration: Math.min(1200, (SUB_MS / S.speed) * 0.9), easing: "ease-in-out" });
+  S.flying.onfinish = () => { flyer.style.display = "none"; };
+  S.flying.oncancel = () => { flyer.style.display = "none"; };
+}
+
+/** Put a token in focus (side null: none) and redraw. */
+export function setFocus(side, pos) {
+  S.focus = side ? { side, pos } : null;
+  render();
+}

@@ -1,0 +1,281 @@
+/* The rows of the picture: one per stage of the model, each token a lane, each lane's vector a
+   strip of colours. A row is its spec from rowSpecs() plus what makeRow() and layoutRow() add:
+   key, node, headButton, panel (openable rows), fig, canvas, overlay (figure rows), lanesBox and
+   buttons (token rows), out (the chosen row), heatLink (attention rows), width, stripY, scale,
+   signature (what its overlay last drew). */
+
+import { S } from "./state.js";
+import { $, cfg, el, fixed, scaleOf, colour, SIZES, svg, t } from "./dom.js";
+
+export const STRIP_H = 14;
+export const LINES_H = 46;
+export const MEMORY_H = 12;
+export const TOP_BARS = 5;
+
+/** Every row, grouped as the page draws them; stage is the row's index in /api/xray's stages. */
+function rowSpecs() {
+  const enc = [{ key: "enc-tokens", side: "encoder", type: "tokens" },
+    { key: "enc-embedding", side: "encoder", type: "stage", block: "embedding", stage: 0 }];
+  const groups = [];
+  for (let l = 0; l < cfg.n_encoder_layers; l++) {
+    const base = 4 * l;
+    groups.push({ side: "encoder", layer: l, rows: [
+      { type: "attention", kind: "encoder", block: "self_attention", stage: base + 1, input: base },
+      { type: "stage", block: "add_norm1", stage: base + 2 },
+      { type: "stage", block: "ffn", stage: base + 3 },
+      { type: "stage", block: "add_norm2", stage: base + 4 },
+    ] });
+  }
+  const dec = [{ key: "dec-tokens", side: "decoder", type: "tokens" },
+    { key: "dec-embedding", side: "decoder", type: "stage", block: "embedding", stage: 0 }];
+  const decGroups = [];
+  for (let l = 0; l < cfg.n_decoder_layers; l++) {
+    const base = 6 * l;
+    decGroups.push({ side: "decoder", layer: l, rows: [
+      { type: "attention", kind: "decoder_self", block: "self_attention", stage: base + 1, input: base },
+      { type: "stage", block: "add_norm1", stage: base + 2 },
+      { type: "attention", kind: "cross", block: "cross_attention", stage: base + 3, input: base + 2 },
+      { type: "stage", block: "add_norm2", stage: base + 4 },
+      { type: "stage", block: "ffn", stage: base + 5 },
+      { type: "stage", block: "add_norm3", stage: base + 6 },
+    ] });
+  }
+  const tail = [{ key: "dec-output", side: "decoder", type: "output", block: "output" },
+    { key: "dec-chosen", side: "decoder", type: "chosen" }];
+  return { enc, groups, dec, decGroups, tail };
+}
+
+/** [name, shape] shown in a row's head. */
+export function rowTitle(row) {
+  const tr = S.trace;
+  const n = row.side === "encoder" ? tr.source_tokens.length : S.trace.steps.length;
+  const d = cfg.d_model;
+  const sizes = SIZES;
+  switch (row.type === "tokens" ? "tokens" : row.block) {
+    case "tokens":
+      return row.side === "encoder"
+        ? [t("xray.tokens"), t("xray.tokens_shape", { n, v: sizes.vocab_en ?? "?" })]
+        : [t("xray.target_tokens"), t("xray.target_shape", { n, v: sizes.vocab_zh ?? "?" })];
+    case "embedding": return [t("xray.embedding", { d }), t("xray.embedding_shape", { n, d })];
+    case "self_attention":
+      return [t(row.side === "encoder" ? "xray.self_attention" : "xray.masked_self_attention"),
+        t("xray.attention_shape", { n, d, h: cfg.n_heads, k: d / cfg.n_heads })];
+    case "cross_attention":
+      return [t("xray.cross_attention"), t("xray.attention_shape", { n, d, h: cfg.n_heads, k: d / cfg.n_heads })];
+    case "add_norm1": case "add_norm2": case "add_norm3":
+      return [t("xray.add_norm"), t("xray.add_norm_shape", { d })];
+    case "ffn": return [t("xray.ffn"), t("xray.ffn_shape", { d, ff: cfg.d_ff, act: cfg.activation })];
+    case "output": return [t("xray.output"), t("xray.output_shape", { d, v: sizes.vocab_zh ?? "?" })];
+    default: return [t("xray.chosen"), t("xray.chosen_shape")];
+  }
+}
+
+/** Build every row into the two columns; onToggle(row) runs when a block's head is clicked. */
+export function buildRows(onToggle) {
+  const specs = rowSpecs();
+  S.rows = [];
+  const encRoot = $("xr-enc-rows");
+  const decRoot = $("xr-dec-rows");
+  encRoot.replaceChildren();
+  decRoot.replaceChildren();
+  const add = (root, row) => {
+    row.key = row.key || `${row.side[0]}-${row.layer}-${row.block}`;
+    root.append(makeRow(row, onToggle));
+    S.rows.push(row);
+  };
+  specs.enc.forEach((row) => add(encRoot, row));
+  for (const group of specs.groups) {
+    const box = el("div", null, "xr-group");
+    box.append(el("p", t("xray.encoder_layer", { n: group.layer + 1, total: cfg.n_encoder_layers }), "xr-group-title"));
+    group.rows.forEach((row) => add(box, { ...row, side: "encoder", layer: group.layer }));
+    encRoot.append(box);
+  }
+  const note = el("p", t("xray.memory_note", { n: cfg.n_decoder_layers }), "xr-memory-note");
+  encRoot.append(note);
+  specs.dec.forEach((row) => add(decRoot, row));
+  for (const group of specs.decGroups) {
+    const box = el("div", null, "xr-group");
+    box.append(el("p", t("xray.decoder_layer", { n: group.layer + 1, total: cfg.n_decoder_layers }), "xr-group-title"));
+    group.rows.forEach((row) => add(box, { ...row, side: "decoder", layer: group.layer }));
+    decRoot.append(box);
+  }
+  specs.tail.forEach((row) => add(decRoot, row));
+}
+
+function makeRow(row, onToggle) {
+  const node = el("div", null, "xr-row");
+  node.dataset.key = row.key || `${row.side[0]}-${row.layer}-${row.block}`;
+  node.dataset.block = row.type === "tokens" ? "tokens" : (row.block || row.type);
+  node.dataset.side = row.side;
+  if (row.layer !== undefined) node.dataset.layer = row.layer;
+  const [name, shape] = rowTitle(row);
+  const openable = ["stage", "attention", "output"].includes(row.type);
+  const head = el(openable ? "button" : "div", null, openable ? "xr-head" : "xr-head xr-static");
+  if (openable) head.type = "button";
+  head.append(el("span", name, "xr-name"), el("span", shape, "xr-shape"));
+  if (openable) {
+    const panelId = `xr-panel-${node.dataset.key}`;
+    head.setAttribute("aria-expanded", "false");
+    head.setAttribute("aria-controls", panelId);
+    head.addEventListener("click", () => onToggle(row));
+  }
+  if (row.type === "attention") {
+    const line = el("div", null, "xr-headline");
+    const heat = el("a", `${t("xray.heatmap")} ↗`, "xr-heat");
+    heat.dataset.kind = row.kind;
+    line.append(head, heat);
+    node.append(line);
+    row.heatLink = heat;
+  } else {
+    node.append(head);
+  }
+  if (row.type === "tokens") {
+    row.lanesBox = el("div", null, "xr-lanes");
+    if (row.side === "decoder") row.lanesBox.setAttribute("lang", "zh-CN");
+    node.append(row.lanesBox);
+  } else if (row.type === "chosen") {
+    row.out = el("div", null, "xr-outrow");
+    row.out.setAttribute("lang", "zh-CN");
+    row.out.setAttribute("aria-label", t("xray.translation"));
+    node.append(row.out);
+  } else {
+    row.fig = el("div", null, "xr-fig");
+    row.canvas = document.createElement("canvas");
+    row.canvas.setAttribute("aria-hidden", "true");
+    row.overlay = svg("svg", { "aria-hidden": "true" });
+    row.fig.append(row.canvas, row.overlay);
+    node.append(row.fig);
+  }
+  if (openable) {
+    row.panel = el("div", null, "xr-panel");
+    row.panel.id = `xr-panel-${node.dataset.key}`;
+    row.panel.hidden = true;
+    node.append(row.panel);
+  }
+  row.node = node;
+  row.headButton = head;
+  return node;
+}
+
+export function laneCount(side) {
+  return side === "encoder" ? S.trace.source_tokens.length : S.trace.steps.length;
+}
+
+export function lanes(width, n) {
+  const w = width / Math.max(n, 1);
+  return { w, x: (i) => (i + 0.5) * w };
+}
+
+export function figHeight(row) {
+  if (row.type === "attention") return (row.kind === "cross" ? MEMORY_H + 14 : 0) + LINES_H + STRIP_H + 4;
+  if (row.type === "output") return TOP_BARS * 15 + 6;
+  return STRIP_H + 4;
+}
+
+function values(side, stage) {
+  return S.xr[side].values[stage];
+}
+
+/** Draw each lane's vector as a grid of 8 rows of colour cells (d_model values in all). */
+function drawStrips(ctx, vectors, n, y, height, width, m) {
+  const d = vectors[0].length;
+  const rowsPerStrip = d >= 64 ? 8 : 1;
+  const cols = Math.ceil(d / rowsPerStrip);
+  const image = new ImageData(cols * n, rowsPerStrip);
+  for (let i = 0; i < n; i++) {
+    const vector = vectors[i];
+    for (let j = 0; j < d; j++) {
+      const [r, g, b] = colour(vector[j], m);
+      const px = ((j % rowsPerStrip) * cols * n + i * cols + Math.floor(j / rowsPerStrip)) * 4;
+      image.data[px] = r; image.data[px + 1] = g; image.data[px + 2] = b; image.data[px + 3] = 255;
+    }
+  }
+  const off = document.createElement("canvas");
+  off.width = cols * n;
+  off.height = rowsPerStrip;
+  off.getContext("2d").putImageData(image, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  const { w, x } = lanes(width, n);
+  const sw = Math.max(4, Math.min(w - 4, 90));
+  for (let i = 0; i < n; i++) {
+    ctx.drawImage(off, i * cols, 0, cols, rowsPerStrip, x(i) - sw / 2, y, sw, height);
+  }
+}
+
+/** Size a row's canvas to its measured width and paint its strips (the overlay comes later). */
+function layoutRow(row, measured) {
+  if (!row.fig) return;
+  const width = Math.max(measured, 40);
+  const height = figHeight(row);
+  row.width = width;
+  row.fig.style.height = `${height}px`;
+  const dpr = window.devicePixelRatio || 1;
+  row.canvas.width = Math.round(width * dpr);
+  row.canvas.height = Math.round(height * dpr);
+  row.canvas.style.width = `${width}px`;
+  row.canvas.style.height = `${height}px`;
+  row.overlay.setAttribute("width", width);
+  row.overlay.setAttribute("height", height);
+  row.overlay.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  const ctx = row.canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, width, height);
+  row.signature = null;
+  if (row.type === "output") return;
+  const n = laneCount(row.side);
+  const vectors = values(row.side, row.stage).slice(0, n);
+  const m = scaleOf(vectors);
+  row.scale = m;
+  const y = height - STRIP_H - 2;
+  row.stripY = y;
+  drawStrips(ctx, vectors, n, y, STRIP_H, width, m);
+  row.fig.title = t("xray.strip_scale", { m: fixed(m, 2) });
+  if (row.type === "stage") {
+    const [name, shape] = rowTitle(row);
+    const layer = row.layer !== undefined ? `, ${t("word.layer", { n: row.layer + 1 })}` : "";
+    row.fig.setAttribute("role", "img");
+    row.fig.setAttribute("aria-label", `${name}${layer}: ${shape}; ${t("xray.strip_scale", { m: fixed(m, 2) })}`);
+  }
+  if (row.kind === "cross") {
+    const memory = values("encoder", S.xr.encoder.values.length - 1);
+    drawStrips(ctx, memory, memory.length, 1, MEMORY_H - 2, width, scaleOf(memory));
+  }
+}
+
+/** One button per token in the two token rows; onFocus(side, pos) / onFocus(null) on hover. */
+export function buildTokens(onFocus) {
+  for (const row of S.rows.filter((r) => r.type === "tokens")) {
+    const tokens = row.side === "encoder" ? S.trace.source_tokens
+      : S.trace.decoder_input.slice(0, laneCount("decoder"));
+    row.buttons = tokens.map((token, i) => {
+      const button = el("button", token, "xr-token");
+      button.type = "button";
+      button.setAttribute("aria-label", t("xray.token_button", { token, n: i }));
+      button.addEventListener("mouseenter", () => onFocus(row.side, i));
+      button.addEventListener("focus", () => onFocus(row.side, i));
+      button.addEventListener("mouseleave", () => onFocus(null));
+      button.addEventListener("blur", () => onFocus(null));
+      return button;
+    });
+    row.lanesBox.replaceChildren(...row.buttons);
+  }
+}
+
+/** Measure and repaint every row (the caller renders the frame on top). */
+export function layoutAll() {
+  // read every width first, then draw: interleaving would force a layout per row
+  const widths = S.rows.map((row) => (row.fig ? row.fig.clientWidth : 0));
+  S.rows.forEach((row, i) => layoutRow(row, widths[i]));
+  S.drawn = null;
+}
+
+/** Each attention row's "heatmap" link: /attention with this sentence, layer and head. */
+export function heatLinks() {
+  for (const row of S.rows.filter((r) => r.heatLink)) {
+    const carried = ITT.carriedQuery();
+    carried.set("kind", row.kind);
+    carried.set("layer", String(row.layer));
+    carried.set("head", String(/^\d+$/.test(S.head) ? S.head : 0));
+    row.heatLink.href = `/attention?${carried}`;
+  }
+}

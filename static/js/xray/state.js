@@ -1,0 +1,30 @@
+/* The x-ray's one state object. Every field is declared here; no module adds one. Modules read and
+   write these fields and nothing else of each other's. */
+
+export const S = {
+  req: null, // the request body the URL describes (sentence, strategy, forced prefix …)
+  trace: null, // /api/trace for that request: tokens, attention, steps, beam nodes
+  xr: null, // /api/xray for it, decoded: strips per stage, logits per step, vocabulary
+  original: null, // when a prefix is forced, the trace without it (for the comparison)
+  frames: [], // the timeline: one entry per frame, built by frames.js
+  frame: 0, // index into frames of the frame on screen
+  playing: false, // whether the player is advancing by itself
+  timer: null, // the player's pending setTimeout
+  speed: 1, // playback speed (1 = one frame per SUB_MS)
+  head: "avg", // attention lines: "avg", "all" or a head number as a string
+  focus: null, // { side, pos } of the token under the pointer or keyboard focus, else null
+  rows: [], // the drawn rows, in page order (see rows.js for a row's fields)
+  open: new Map(), // row key → { row, position, head, trace, asked, data } of each opened block
+  flying: null, // the running animation of the chosen character, if any
+  drawn: null, // the step whose sampling table is drawn (null: draw it again)
+  sampled: null, // { stepIndex, probs, settings }: the distribution the Draw button samples
+};
+
+/** Keep the frame, head and opened blocks in the URL (replacing the entry, not adding one). */
+export function saveFrame() {
+  const query = ITT.params();
+  query.set("frame", String(S.frame));
+  if (S.head !== "avg") query.set("head", S.head); else query.delete("head");
+  if (S.open.size) query.set("open", [...S.open.keys()].join(",")); else query.delete("open");
+  ITT.setURL(query, false);
+}

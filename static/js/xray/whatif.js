@@ -1,0 +1,156 @@
+/* The what-ifs: the sampling knobs on the current step's real logits, a seeded draw, decoding the
+   whole sentence with the knobs, forcing a character, and the original beside the forced run. */
+
+import { S } from "./state.js";
+import { $, barCell, el, fixed, t } from "./dom.js";
+import { current, frameIndex } from "./frames.js";
+import { filterDistribution, pick, seeded, softmax } from "./sampling.js";
+
+const DIST_ROWS = 15;
+const UNFORCEABLE = ["<pad>", "<bos>"];
+
+/** A what-if is a new URL: push it and load it, as going back or forward in history would. */
+function visit(query) {
+  ITT.setURL(query, true);
+  window.dispatchEvent(new PopStateEvent("popstate"));
+}
+
+function samplingSettings() {
+  const temperature = Number($("xr-temperature").value);
+  const k = Number($("xr-topk").value);
+  const p = Number($("xr-topp").value);
+  return { temperature, topK: k > 0 ? k : null, topP: p < 1 ? p : null };
+}
+
+function samplingStep() {
+  const frame = current();
+  return Math.min(frame.t === 0 ? 0 : frame.t - 1, S.trace.steps.length - 1);
+}
+
+/** The sampling table for the current step: the model's probabilities and the knobs' ones. */
+export function drawSampling() {
+  const stepIndex = samplingStep();
+  const logits = S.xr.logits[stepIndex];
+  const settings = samplingSettings();
+  $("xr-temperature-out").textContent = fixed(settings.temperature, 2);
+  $("xr-topk-out").textContent = settings.topK ? String(settings.topK) : "0";
+  $("xr-topp-out").textContent = fixed(settings.topP ?? 1, 2);
+  $("xr-sampling-step").textContent = t("xray.sampling_step", { t: stepIndex + 1 });
+  if (!logits) return;
+  const model = softmax(logits);
+  const { probs, cut } = filterDistribution(logits, settings.temperature, settings.topK, settings.topP);
+  S.sampled = { stepIndex, probs, settings };
+  let kept = 0;
+  let keptMass = 0;
+  for (let i = 0; i < probs.length; i++) if (probs[i] > 0) { kept++; keptMass += model[i]; }
+  // the mass before rescaling, under the temperature-scaled distribution
+  const scaled = filterDistribution(logits, settings.temperature, null, null).probs;
+  let massBefore = 0;
+  for (let i = 0; i < probs.length; i++) if (probs[i] > 0) massBefore += scaled[i];
+  $("xr-kept").textContent = t("xray.kept", { n: kept, v: probs.length, mass: fixed(massBefore * 100, 1) });
+  const order = Array.from(model.keys()).sort((a, b) => model[b] - model[a]).slice(0, DIST_ROWS);
+  const step = S.trace.steps[stepIndex];
+  const vocab = S.xr.vocab;
+  const body = $("xr-dist-body");
+  if (body.xrFor === S.trace && body.xrStep === stepIndex) {
+    // same rows (ordered by the model's own probability): update in place so the bars glide
+    for (const tr of body.children) {
+      const id = Number(tr.dataset.id);
+      tr.dataset.new = probs[id].toFixed(6);
+      tr.classList.toggle("xr-cut", cut.has(id));
+      const bar = tr.querySelector(".xr-new");
+      bar.firstChild.style.width = `${(probs[id] * 100).toFixed(2)}%`;
+      bar.lastChild.textContent = cut.has(id) ? t(cut.get(id) === "k" ? "xray.cut_k" : "xray.cut_p") : fixed(probs[id], 4);
+    }
+    return;
+  }
+  body.xrFor = S.trace;
+  body.xrStep = stepIndex;
+  body.replaceChildren(...order.map((id) => {
+    const tr = el("tr");
+    tr.dataset.token = vocab[id];
+    tr.dataset.id = id;
+    tr.dataset.model = model[id].toFixed(6);
+    tr.dataset.new = probs[id].toFixed(6);
+    if (cut.has(id)) tr.classList.add("xr-cut");
+    if (vocab[id] === step.token) tr.classList.add("xr-chosen");
+    const tok = el("td", vocab[id], "xr-tok");
+    tok.setAttribute("lang", "zh-CN");
+    tr.append(tok, barCell(model[id], false, null), barCell(probs[id], true, cut.get(id)));
+    const action = el("td");
+    if (vocab[id] !== step.token && !UNFORCEABLE.includes(vocab[id])) {
+      const button = el("button", t("xray.force_short"), "secondary");
+      button.type = "button";
+      button.setAttribute("aria-label", t("xray.force", { tok: vocab[id], t: stepIndex + 1 }));
+      button.addEventListener("click", () => force(stepIndex, vocab[id]));
+      action.append(button);
+    }
+    tr.append(action);
+    return tr;
+  }));
+}
+
+/** Draw one character from the knobs' distribution with the seed, and offer to force it. */
+export function draw() {
+  if (!S.sampled) return;
+  const seed = Math.max(0, Math.min(2147483647, Number.parseInt($("xr-seed").value, 10) || 0));
+  const u = seeded(seed)();
+  const { probs, stepIndex } = S.sampled;
+  const token = S.xr.vocab[pick(probs, u)];
+  const drew = $("xr-drew");
+  drew.textContent = t("xray.drew", { seed, tok: token, u: fixed(u, 4) });
+  drew.hidden = false;
+  const use = $("xr-use-drawn");
+  const same = token === S.trace.steps[stepIndex].token;
+  use.hidden = same || UNFORCEABLE.includes(token);
+  use.textContent = t("xray.use_drawn", { tok: token });
+  use.onclick = () => force(stepIndex, token);
+}
+
+/** Translate the whole sentence again, sampling with the knobs and the seed. */
+export function decodeAll() {
+  const s = samplingSettings();
+  const query = ITT.params();
+  query.set("strategy", "sample");
+  query.set("temperature", String(s.temperature));
+  if (s.topK) query.set("top_k", String(s.topK)); else query.delete("top_k");
+  if (s.topP) query.set("top_p", String(s.topP)); else query.delete("top_p");
+  query.set("seed", String(Math.max(0, Number.parseInt($("xr-seed").value, 10) || 0)));
+  query.delete("forced");
+  query.delete("frame");
+  visit(query);
+}
+
+/** Translate again with this step's character forced, opening at that step's output frame. */
+function force(stepIndex, token) {
+  const prefix = [...S.trace.target_tokens.slice(0, stepIndex), token];
+  const query = ITT.params();
+  query.delete("forced");
+  for (const value of prefix) query.append("forced", value);
+  query.set("frame", String(Math.max(frameIndex(stepIndex + 1, "output"), 0)));
+  visit(query);
+}
+
+/** The original and the forced translation side by side, from where they part. */
+export function drawCompare() {
+  const box = $("xr-compare");
+  if (!S.original) { box.hidden = true; return; }
+  box.hidden = false;
+  const a = S.original.steps.map((s) => s.token);
+  const b = S.trace.steps.map((s) => s.token);
+  let diverge = 0;
+  while (diverge < a.length && diverge < b.length && a[diverge] === b[diverge]) diverge++;
+  const chips = (list, tokens) => list.replaceChildren(...tokens.map((token, i) => {
+    const li = el("li", token, i === diverge ? "xr-diff" : (i > diverge ? "xr-after" : null));
+    li.dataset.step = i;
+    return li;
+  }));
+  chips($("xr-original"), a);
+  chips($("xr-forced"), b);
+  $("xr-diverge").textContent = diverge < Math.max(a.length, b.length)
+    ? t("xray.diverge", { t: diverge + 1, a: a[diverge] ?? "∅", b: b[diverge] ?? "∅" }) : "";
+  const query = ITT.params();
+  query.delete("forced");
+  query.delete("frame");
+  $("xr-reset").setAttribute("href", `${window.location.pathname}?${query}`);
+}

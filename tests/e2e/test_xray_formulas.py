@@ -1,0 +1,218 @@
+"""The x-ray's browser copies of Python formulas equal their originals. The JS runs in node (the
+modules are pure: no page at import time); the Python is the code the server runs:
+
+- static/js/xray/sampling.js ``filterDistribution`` = ``model.decoding.filter_distribution``
+- static/js/xray/beam.js ``lengthPenalty`` = GNMT's penalty, ``model.decoding.length_penalty``
+  (what beam search divides by; /decode's beam table uses it too)
+- static/js/xray/beam.js ``beamHypotheses`` = the ranking of ``app.pages.decode.beam_lineage``
+  (ended hypotheses; the open ones when none ended), on simulated and on real beam trees.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from app.pages.decode import beam_lineage
+from model.decoding import filter_distribution, length_penalty
+from tests.e2e.conftest import running_server
+from tests.e2e.test_xray import SEED, api
+
+pytestmark = pytest.mark.e2e
+NODE = "/usr/bin/node"
+XRAY_JS = Path(__file__).resolve().parents[2] / "static" / "js" / "xray"
+VOCAB = 3891  # the shipped model's Chinese vocabulary: the size of a real logits row
+
+# Reads {filter, penalty, beams} as JSON on stdin (null stands for −∞), prints the JS answers.
+RUNNER = """
+import { filterDistribution } from "%(sampling)s";
+import { beamHypotheses, lengthPenalty } from "%(beam)s";
+const chunks = [];
+process.stdin.on("data", (c) => chunks.push(c));
+process.stdin.on("end", () => {
+  const input = JSON.parse(Buffer.concat(chunks).toString());
+  const filter = input.filter.map(({ logits, cases }) => {
+    const row = Float32Array.from(logits, (x) => (x === null ? -Infinity : x));
+    return cases.map(([temperature, topK, topP]) =>
+      Array.from(filterDistribution(row, temperature, topK, topP).probs));
+  });
+  const penalty = input.penalty.map(([length, alpha]) => lengthPenalty(length, alpha));
+  const beams = input.beams.map(({ nodes, alpha }) => beamHypotheses(nodes, alpha).map((h) => (
+    { node: h.node.id, tokens: h.tokens, length: h.length, penalty: h.penalty, score: h.score })));
+  process.stdout.write(JSON.stringify({ filter, penalty, beams }));
+});
+"""
+
+
+def run_js(payload: dict) -> dict:
+    script = RUNNER % {"sampling": (XRAY_JS / "sampling.js").as_uri(), "beam": (XRAY_JS / "beam.js").as_uri()}
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def logit_rows(rng: np.random.Generator) -> list[np.ndarray]:
+    """float32 logits as the page gets them: real-sized rows with <pad> and <bos> at −∞, small and
+    sharp ones, one finite entry, and rows with ties."""
+    rows = []
+    for n, spread in [(VOCAB, 3.0), (VOCAB, 8.0), (VOCAB, 0.3), (500, 2.0), (50, 5.0), (7, 1.0), (3, 0.1)]:
+        for _ in range(3):
+            row = (rng.standard_normal(n) * spread + rng.uniform(-5, 5)).astype(np.float32)
+            row[:2] = -np.inf
+            rows.append(row)
+    rows.append(np.array([-np.inf, -np.inf, 1.5, -np.inf], dtype=np.float32))  # one possible token
+    rows.append(np.array([0.25, -1.0], dtype=np.float32))
+    return rows
+
+
+TIES = [np.array([-np.inf, -np.inf, 1, 2, 2, 2, 0, 1, 2, -1], dtype=np.float32),
+        np.array([0, 0, 0, 0, 0], dtype=np.float32),  # 0.2 each: top_p 0.2, 0.4 fall on a boundary
+        np.array([0, 0], dtype=np.float32)]
+
+
+def settings(rng: np.random.Generator, n: int, ties: bool) -> list[tuple[float, int | None, float | None]]:
+    """Edge cases (top_k 1, n − 1, n and beyond; top_p tiny, 1.0, and, with ties, exactly on a
+    cumulative mass; the extreme temperatures) and random mixtures."""
+    ks = [None, 1, 2, 3, max(n - 1, 1), n, n + 5]
+    ps = [None, 1e-6, 0.01, 0.3, 0.9, 0.999, 1.0] + ([0.2, 0.4, 0.5, 0.6] if ties else [])
+    cases = [(t, None, None) for t in (0.05, 0.5, 1.0, 2.0, 5.0)]
+    cases += [(1.0, k, None) for k in ks] + [(1.0, None, p) for p in ps] + [(0.05, 1, 1e-6), (5.0, n, 1.0)]
+    for _ in range(12):
+        temperature = float(np.float32(rng.uniform(0.05, 5)))
+        cases.append((temperature, ks[rng.integers(len(ks))], ps[rng.integers(len(ps))]))
+    return cases
+
+
+def python_filter(row: np.ndarray, case: tuple) -> np.ndarray:
+    temperature, top_k, top_p = case
+    # float64, as the JS computes: the same formula at the same precision, from the same float32 logits
+    return filter_distribution(torch.from_numpy(row.astype(np.float64)), temperature, top_k, top_p).numpy()
+
+
+def test_filter_distribution_is_the_pythons():
+    rng = np.random.default_rng(0)
+    rows = [(row, settings(rng, len(row), ties=False), False) for row in logit_rows(rng)]
+    rows += [(row, settings(rng, len(row), ties=True), True) for row in TIES]
+    payload = {"filter": [{"logits": [None if math.isinf(x) else float(x) for x in row], "cases": cases}
+                          for row, cases, _ in rows]}
+    answers = run_js({**payload, "penalty": [], "beams": []})["filter"]
+    compared = 0
+    for (row, cases, ties), got_rows in zip(rows, answers, strict=True):
+        for case, got in zip(cases, got_rows, strict=True):
+            want = python_filter(row, case)
+            got = np.array(got)
+            if ties and case[2] is not None:
+                # which of two equal tokens sorts first is in neither formula: compare the values
+                got, want = np.sort(got), np.sort(want)
+            assert np.array_equal(got > 0, want > 0), (len(row), case)  # the same tokens kept
+            assert np.abs(got - want).max() <= 1e-6, (len(row), case, np.abs(got - want).max())
+            assert abs(got.sum() - 1) <= 1e-9
+            compared += 1
+    assert compared > 500
+
+
+def test_length_penalty_is_the_pythons():
+    pairs = [(length, alpha) for length in range(0, 257) for alpha in (0.0, 0.2, 0.6, 1.0, 1.5, 2.0)]
+    got = run_js({"filter": [], "penalty": pairs, "beams": []})["penalty"]
+    for (length, alpha), value in zip(pairs, got, strict=True):
+        assert value == pytest.approx(length_penalty(length, alpha), rel=1e-12, abs=0)
+
+
+def simulated_beam(rng: np.random.Generator, beam: int, vocab: int, max_len: int, alpha: float) -> list[dict]:
+    """A beam search on random log-probabilities, with model.decoding._beam_search's rules (an
+    <eos> counts only within the beam; stop at `beam` ended or at max_len; the winner is the best
+    ended hypothesis, else the best open one), recorded as the trace records its nodes."""
+    eos = 0
+    nodes = [{"id": 0, "step": 0, "token": "<bos>", "parent": -1, "score": 0.0, "finished": False,
+              "selected": False}]
+    live, ended = [0], []
+    for position in range(max_len):
+        candidates = []
+        for parent in live:
+            logits = rng.standard_normal(vocab) * 2
+            logits[eos] += rng.uniform(-4, 2)
+            log_probs = logits - np.log(np.exp(logits).sum())
+            candidates += [(round(nodes[parent]["score"] + float(lp), 4), parent, token)
+                           for token, lp in enumerate(log_probs)]
+        candidates.sort(key=lambda c: -c[0])
+        next_live = []
+        for rank, (score, parent, token) in enumerate(candidates[: 2 * beam]):
+            if len(next_live) == beam:
+                break
+            if token == eos and rank >= beam:
+                continue
+            node = {"id": len(nodes), "step": position + 1, "parent": parent, "score": score,
+                    "token": "<eos>" if token == eos else chr(0x4E00 + token), "finished": token == eos,
+                    "selected": False}
+            nodes.append(node)
+            if token == eos:
+                ended.append((score / length_penalty(position, alpha), node["id"]))
+            else:
+                next_live.append(node["id"])
+        live = next_live
+        if len(ended) >= beam or not live or position + 1 == max_len:
+            break
+    if not ended:
+        ended = [(nodes[n]["score"] / length_penalty(nodes[n]["step"], alpha), n) for n in live]
+    cursor = max(ended)[1]
+    while cursor >= 0:
+        nodes[cursor]["selected"] = True
+        cursor = nodes[cursor]["parent"]
+    return nodes
+
+
+def python_hypotheses(nodes: list[dict], alpha: float, beam: int) -> list[dict]:
+    trace = SimpleNamespace(beam=[SimpleNamespace(**n) for n in nodes],
+                            options={"length_penalty": alpha, "beam_size": beam})
+    return beam_lineage(trace)["hypotheses"]
+
+
+def assert_same_ranking(trees: list[tuple[list[dict], float, int]]) -> int:
+    answers = run_js({"filter": [], "penalty": [],
+                      "beams": [{"nodes": nodes, "alpha": alpha} for nodes, alpha, _ in trees]})["beams"]
+    none_ended = 0
+    for (nodes, alpha, beam), got in zip(trees, answers, strict=True):
+        want = python_hypotheses(nodes, alpha, beam)
+        assert [h["node"] for h in got] == [h["node"] for h in want], (alpha, beam, got, want)
+        for g, w in zip(got, want, strict=True):
+            assert g["tokens"] == w["tokens"] and g["length"] == w["length"]
+            assert abs(g["penalty"] - w["penalty"]) <= 5e-5 and abs(g["score"] - w["score"]) <= 5e-5
+        assert sum(w["winner"] for w in want) == 1 and want
+        none_ended += not any(n["finished"] for n in nodes)
+    return none_ended
+
+
+def test_beam_ranking_is_the_pythons_on_simulated_trees():
+    rng = np.random.default_rng(1)
+    trees = []
+    for _ in range(150):
+        beam, max_len = int(rng.integers(1, 9)), int(rng.integers(1, 12))
+        alpha = float(rng.choice([0.0, 0.6, 1.0, 2.0]))
+        trees.append((simulated_beam(rng, beam, int(rng.integers(3, 12)), max_len, alpha), alpha, beam))
+    none_ended = assert_same_ranking(trees)
+    assert 10 <= none_ended <= 140  # both branches of the rule are exercised
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The app on the shipped checkpoint: real beam trees."""
+    with running_server(None, "xray-formulas-server.log") as url:
+        yield url
+
+
+def test_beam_ranking_is_the_pythons_on_real_trees(server):
+    trees = []
+    for text in (SEED, "The woman said that she was tired.", "Where is the station?"):
+        for beam, max_len in ((1, 128), (3, 128), (5, 128), (3, 2), (4, 4), (8, 3)):
+            trace = api(server, "/api/trace", {"text": text, "strategy": "beam", "beam_size": beam,
+                                               "max_len": max_len})
+            trees.append((trace["beam"], trace["options"]["length_penalty"], beam))
+    assert assert_same_ranking(trees) >= 3  # the short max_len runs end before any <eos>
