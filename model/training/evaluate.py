@@ -25,6 +25,7 @@ import torch
 from model.decoding import beam_batch, greedy_batch, pad
 from model.tokenizer import MAX_SOURCE_TOKENS, MAX_TARGET_TOKENS, ChineseTokenizer, EnglishTokenizer
 from model.training.data import (
+    NEW_FILES,
     Pair,
     Splits,
     _english_key,
@@ -39,6 +40,8 @@ from model.translator import DEFAULT_CHECKPOINT, Translator
 log = logging.getLogger("model.training.evaluate")
 
 PROBE_FILE = Path(__file__).parent / "probe.tsv"
+# names and numbers no training sentence has, and the seed documents' own examples
+UNSEEN_FILE = Path(__file__).parent / "probe_unseen.tsv"
 FIXTURE_FILE = Path(__file__).parent / "heldout_tatoeba_100.tsv"
 FIXTURE_SIZE = 100
 LENGTH_PENALTY = 0.6  # as DecodingOptions' default, so the figures match what the app shows
@@ -184,12 +187,18 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
         seed=split["seed"], n_test=split["test_size"], n_dev=split["dev_size"],
         n_test_hsk=min(300, split["test_size"]),
     )
-    sources = load_pairs(data, use_dictionary=split["dictionary"], wide=True)
+    sources = load_pairs(data, use_dictionary=split["dictionary"], wide=True,
+                         bible=bool(settings.get("bible")))
     splits = split_pairs(sources, **sizes)
     trained = splits
+    # a checkpoint trained before 2026-12-01 has no "old_data" setting: it saw none of the files
+    # added then (they are held-out text for it, as the wider domains are for a narrow one)
+    unseen = set() if settings.get("old_data") is False else set(NEW_FILES)
     if split["narrow"]:
-        narrow = {name: pairs for name, pairs in sources.items() if name in ("tatoeba", "hsk", "cedict")}
-        trained = split_pairs(narrow, **sizes)
+        unseen |= {name for name in sources if name not in ("tatoeba", "hsk", "cedict")}
+    if unseen:
+        trained = split_pairs({name: pairs for name, pairs in sources.items() if name not in unseen},
+                              **sizes)
     train = trained.train[: int(settings["limit"])] if settings.get("limit") else trained.train
     if settings.get("vary_numbers"):
         train = train + vary_numbers(train, split["seed"])
@@ -207,6 +216,12 @@ def _figures(outputs: list[str], references: list[str], seconds: float | None = 
     if seconds is not None:
         figures["seconds"] = round(seconds, 1)
     return figures
+
+
+def _keeps(output: str, must: str) -> bool:
+    """Whether every comma-separated item of ``must`` (a name's characters, a number's digits)
+    stands in ``output`` as it is."""
+    return all(item in output for item in must.split(",") if item)
 
 
 class Evaluator:
@@ -267,6 +282,12 @@ class Evaluator:
             }
             for name, indices in categories.items()
         }
+        if any(row.get("must") for row in rows):  # names and numbers that must come through as such
+            report["kept"] = {decoding: {
+                "share": round(sum(_keeps(outputs[decoding][0][i], row["must"])
+                                   for i, row in enumerate(rows) if row.get("must"))
+                               / sum(bool(row.get("must")) for row in rows), 4),
+                "of": sum(bool(row.get("must")) for row in rows)} for decoding in self.decodings}
         report["outputs"] = [
             {"category": row["category"], "english": row["english"], "reference": row["chinese"]}
             | {decoding: outputs[decoding][0][i] for decoding in self.decodings}
@@ -294,8 +315,10 @@ def fixture_report(translator: Translator, path: Path, tatoeba_test: list[Pair] 
 def evaluate(
     translator: Translator, splits: Splits, seen: set[str], probe: list[dict[str, str]],
     fixture: Path | None, beam_size: int = 4, examples: int = 10,
+    unseen: list[dict[str, str]] | None = None,
 ) -> dict:
-    """The whole report that ``eval.json`` keeps."""
+    """The whole report that ``eval.json`` keeps (``unseen``: the probe of names and numbers that
+    no training sentence has, kept as ``probe_unseen`` with every output)."""
     evaluator = Evaluator(translator, beam_size)
     report: dict = {
         "tokenize": "zh",
@@ -312,6 +335,9 @@ def evaluate(
         log.info("%s %s", name, _summary(report["sets"][name]))
     report["probe"] = evaluator.probe(probe)
     log.info("probe %s", _summary(report["probe"]))
+    if unseen:
+        report["probe_unseen"] = evaluator.probe(unseen)
+        log.info("probe_unseen %s", _summary(report["probe_unseen"]))
     if fixture is not None:
         report["fixture"] = fixture_report(translator, fixture, splits.test)
         log.info("fixture %s", report["fixture"])
@@ -334,6 +360,7 @@ def previous_figures(earlier: dict, label: tuple[str, str] | None = None) -> dic
         "label": {"en": english, "zh": chinese},
         "sets": earlier.get("sets", {}),
         "probe": earlier.get("probe", {}),
+        "probe_unseen": earlier.get("probe_unseen", {}),
         "fixture": earlier.get("fixture"),
     }
 
@@ -346,6 +373,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--beam", type=int, default=4, help="beam size (1 or less: greedy only)")
     parser.add_argument("--examples", type=int, default=10, help="example outputs kept per split")
     parser.add_argument("--probe", type=Path, default=PROBE_FILE)
+    parser.add_argument("--unseen", type=Path, default=UNSEEN_FILE,
+                        help="probe of unseen names and numbers (skipped if the file is absent)")
     parser.add_argument("--fixture", type=Path, default=FIXTURE_FILE)
     parser.add_argument("--write-fixture", action="store_true",
                         help="first (re)write --fixture from the rebuilt Tatoeba test split")
@@ -373,8 +402,9 @@ def main(argv: list[str] | None = None) -> None:
         "checkpoint": args.checkpoint.name,
         "split": split_settings(settings),
     }
+    unseen = read_table(args.unseen) if args.unseen.is_file() else None
     report |= evaluate(translator, splits, seen, read_table(args.probe), fixture, args.beam,
-                       args.examples)
+                       args.examples, unseen)
     report["minutes"] = round((time.perf_counter() - started) / 60, 2)
     if args.previous:
         report["previous"] = previous_figures(
