@@ -26,6 +26,7 @@ from app.plots import (
     GREY,
     LEGEND_TOP,
     ORANGE,
+    STAGE_COLOURS,
     TWO_AXES_MARGIN,
     VERMILION,
     base_layout,
@@ -174,7 +175,11 @@ def training_history(translator: TranslatorDep, t: PageText) -> dict:
             "epochs": epoch_curves(epochs, {
                 "train_loss": t("training.train_loss"), "epoch": t("training.epoch")})
             if epochs else None,
+            "whole": whole_training(history, t.lang, {
+                name: t(f"training.whole.{name}")
+                for name in ("stage", "missing", "minutes", "raw", "smooth", "bleu", "loss")}),
         },
+        "stages": training_stages(history, t.lang),
     }
 
 
@@ -477,6 +482,106 @@ def training_curves(steps: list[dict], names: dict[str, str]) -> dict:
                              "y0": float(names["clip"]), "y1": float(names["clip"]),
                              "line": {"color": GREY, "dash": "dot"}}]
     return {"data": data, "layout": layout}
+
+
+def _stage_minutes(stage: dict) -> list[tuple[int, float]]:
+    """(step, minutes) at the start and after every epoch of one run: where its time went."""
+    points = [(0, 0.0)] + [(int(e["step"]), float(e["minutes"])) for e in stage.get("epochs", [])
+                           if "step" in e and "minutes" in e]
+    return points
+
+
+def _minutes_at(step: int, points: list[tuple[int, float]]) -> float:
+    """A logged step's minute within its run, interpolated between the epochs around it."""
+    for (s0, m0), (s1, m1) in zip(points, points[1:], strict=False):
+        if step <= s1:
+            return m0 + (m1 - m0) * (step - s0) / max(1, s1 - s0)
+    s_last, m_last = points[-1]
+    return m_last
+
+
+def smoothed(values: list[float], weight: float = 0.9) -> list[float]:
+    """An exponential moving average, debiased at the start (as TensorBoard draws a curve)."""
+    out, average = [], 0.0
+    for index, value in enumerate(values, start=1):
+        average = weight * average + (1 - weight) * value
+        out.append(round(average / (1 - weight ** index), 4))
+    return out
+
+
+def whole_training(history: dict, lang: str, names: dict[str, str]) -> dict | None:
+    """Every run since random weights, end to end on one axis of CPU minutes: the logged loss
+    (faint) and its moving average per run, each run's dev BLEU after every epoch, a dashed line
+    where a run starts from the previous one, and a band where a run left no curve."""
+    stages = [*history.get("earlier_stages", []), history]
+    if len(stages) < 2 or not any(stage.get("steps") for stage in stages):
+        return None
+    data, shapes, annotations, offset = [], [], [], 0.0
+    for number, stage in enumerate(stages, start=1):
+        label = stage.get("label") or {}
+        title = label.get(lang) or label.get("en") or names["stage"].format(n=number)
+        points = _stage_minutes(stage)
+        epochs = stage.get("epochs") or [{}]
+        length = float(epochs[-1].get("minutes") or points[-1][1])
+        colour = STAGE_COLOURS[number % len(STAGE_COLOURS)]
+        if number > 1:
+            shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": offset, "x1": offset,
+                           "y0": 0, "y1": 1, "line": {"color": GREY, "dash": "dash", "width": 1}})
+        annotations.append({"x": offset + length / 2, "xref": "x", "y": 1.02, "yref": "paper",
+                            "text": str(number), "showarrow": False, "hovertext": title,
+                            "font": {"size": 12, "color": colour}})
+        if stage.get("missing") or not stage.get("steps"):
+            shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": offset,
+                           "x1": offset + length, "y0": 0, "y1": 1, "line": {"width": 0},
+                           "fillcolor": "rgba(128,128,128,0.12)"})
+            annotations.append({"x": offset + length / 2, "xref": "x", "y": 0.5, "yref": "paper",
+                                "text": names["missing"], "showarrow": False,
+                                "font": {"size": 11, "color": GREY}})
+            offset += length
+            continue
+        steps = stage["steps"]
+        x = [round(offset + _minutes_at(int(r["step"]), points), 2) for r in steps]
+        loss = [r["loss"] for r in steps]
+        hover = f"{title}<br>{names['minutes']} %{{x:.1f}} · %{{y:.3f}}<extra></extra>"
+        data.append({"type": "scatter", "mode": "lines", "x": x, "y": loss, "name": names["raw"],
+                     "legendgroup": "raw", "showlegend": number == len(stages),
+                     "line": {"color": colour, "width": 1}, "opacity": 0.3,
+                     "hovertemplate": hover})
+        data.append({"type": "scatter", "mode": "lines", "x": x, "y": smoothed(loss),
+                     "name": names["smooth"], "legendgroup": "smooth",
+                     "showlegend": number == len(stages), "line": {"color": colour, "width": 2.5},
+                     "hovertemplate": hover})
+        epochs = [e for e in epochs if e.get("dev_bleu") is not None]
+        data.append({"type": "scatter", "mode": "markers", "name": names["bleu"],
+                     "legendgroup": "bleu", "showlegend": number == len(stages),
+                     "x": [round(offset + e["minutes"], 2) for e in epochs],
+                     "y": [e["dev_bleu"] for e in epochs], "yaxis": "y2",
+                     "marker": {"color": colour, "symbol": "diamond", "size": 7},
+                     "hovertemplate": f"{title}<br>{names['bleu']} %{{y:.2f}}<extra></extra>"})
+        offset += length
+    layout = base_layout(
+        "", 380, xaxis={"title": {"text": names["minutes"]}, "rangemode": "tozero"},
+        yaxis={"title": {"text": names["loss"]}, "rangemode": "tozero"},
+        yaxis2={"title": {"text": names["bleu"]}, "overlaying": "y", "side": "right",
+                "showgrid": False, "rangemode": "tozero"},
+        legend={**LEGEND_TOP, "y": 1.22}, margin={**TWO_AXES_MARGIN, "t": 60},
+        shapes=shapes, annotations=annotations,
+    )
+    return {"data": data, "layout": layout}
+
+
+def training_stages(history: dict, lang: str) -> list[dict]:
+    """Each run since random weights, oldest first: its label, minutes, epochs and pairs."""
+    stages = [*history.get("earlier_stages", []), history]
+    out = []
+    for number, stage in enumerate(stages, start=1):
+        label = stage.get("label") or {}
+        epochs = stage.get("epochs", [])
+        out.append({"number": number, "label": label.get(lang) or label.get("en") or "",
+                    "minutes": round(float(epochs[-1]["minutes"]), 1) if epochs else None,
+                    "epochs": len(epochs) if not stage.get("missing") else None,
+                    "train_pairs": stage.get("train_pairs"), "recorded": bool(stage.get("steps"))})
+    return out
 
 
 def epoch_curves(epochs: list[dict], names: dict[str, str]) -> dict:

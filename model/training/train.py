@@ -170,6 +170,21 @@ def save_snapshot(
                                  "file": f"snapshots/{name}"})
 
 
+def stage_record(history: dict) -> dict:
+    """One finished training run as the next run keeps it: its curves, settings, label and
+    scores, without the stages it itself carried (those stay one flat list, oldest first)."""
+    return {key: value for key, value in history.items() if key != "earlier_stages"}
+
+
+def earlier_stages(path: Path | None) -> list[dict]:
+    """Every run before this one, oldest first: the initial checkpoint's own earlier stages and
+    that checkpoint's run (empty when training starts from random weights)."""
+    if path is None:
+        return []
+    earlier = json.loads((path / "history.json").read_text(encoding="utf-8"))
+    return [*earlier.get("earlier_stages", []), stage_record(earlier)]
+
+
 def _init_record(path: Path | None) -> dict | None:
     """Where training started from, and how many CPU minutes that checkpoint had cost."""
     if path is None:
@@ -236,6 +251,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "goes to WORK/snapshots/ (how the model looked during training)")
     parser.add_argument("--concat", type=int, default=0, metavar="N",
                         help="add N long examples, each a few training pairs joined end to end")
+    parser.add_argument("--label", nargs=2, metavar=("EN", "ZH"),
+                        help="what this run is, in English and Chinese (the /training page's stages)")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     parser.add_argument("--test-size", type=int, default=1000, help="held-out test sentences")
@@ -322,6 +339,9 @@ def main(argv: list[str] | None = None) -> None:
         "config": asdict(config),
         "train_pairs": len(examples),
         "init": _init_record(args.init),
+        # every run since random initialisation, so /training can draw the whole training
+        "earlier_stages": earlier_stages(args.init),
+        "label": {"en": args.label[0], "zh": args.label[1]} if args.label else None,
         "steps": [],
         "epochs": [],
     }

@@ -12,9 +12,24 @@
     ITT.plot(document.getElementById("schedule"), data.figures.schedule);
     ITT.plotOrNote("curves", data.figures.curves, ITT.t("training.no_history"));
     ITT.plotOrNote("epochs", data.figures.epochs, ITT.t("training.no_history"));
+    ITT.plotOrNote("whole", data.figures.whole, ITT.t("training.no_history"));
+    drawStages(data.stages || []);
     drawStory(data.story);
     drawEvaluation(data.evaluation);
     historyDrawn = true;
+  }
+
+  /** One line per training run since random weights (text only: labels come from history.json). */
+  function drawStages(stages) {
+    const list = document.getElementById("stages");
+    if (!list) return;
+    list.hidden = stages.length < 2;
+    list.replaceChildren(...stages.map((stage) => {
+      const minutes = stage.minutes === null ? "?" : stage.minutes.toLocaleString();
+      const line = ITT.t("training.stage_row", { label: stage.label, minutes })
+        + (stage.recorded ? "" : " " + ITT.t("training.stage_unrecorded"));
+      return ITT.element("li", line);
+    }));
   }
 
   function drawStory(story) {

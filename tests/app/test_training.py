@@ -336,3 +336,42 @@ def test_previous_label_in_the_readers_language():
         "label": "旧模型"}
     assert figs.evaluation_view(evaluation, Translate("en", "training"))["previous"] == {
         "label": "the old model"}
+
+
+def test_the_whole_training_spans_every_stage_on_one_axis():
+    from app.pages.training import smoothed, whole_training
+
+    def run(minutes: float, steps: int, label: str, **extra) -> dict:
+        return {"label": {"en": label}, "epochs": [{"epoch": 1, "step": steps, "minutes": minutes,
+                                                    "dev_bleu": 10.0}],
+                "steps": [{"step": s, "loss": 5.0 - s / steps} for s in range(1, steps + 1, 25)],
+                **extra}
+
+    names = {"stage": "stage {n}", "missing": "not recorded", "minutes": "minutes", "raw": "raw",
+             "smooth": "smooth", "bleu": "BLEU", "loss": "loss"}
+    history = run(30.0, 500, "fourth")
+    history["earlier_stages"] = [run(60.0, 1000, "first"),
+                                 {"label": {"en": "second"}, "missing": True, "steps": [],
+                                  "epochs": [{"epoch": 2, "minutes": 20.0}]},
+                                 run(10.0, 200, "third")]
+    figure = whole_training(history, "en", names)
+    curves = [trace for trace in figure["data"] if trace["name"] == "raw"]
+    assert len(curves) == 3  # the stage without a curve draws none
+    # end to end: each stage starts where the one before ended (60, then 20 unrecorded, then 10)
+    assert curves[0]["x"][0] < 1 and curves[0]["x"][-1] <= 60
+    assert 80 <= curves[1]["x"][0] < curves[1]["x"][-1] <= 90
+    assert 90 <= curves[2]["x"][0] and curves[2]["x"][-1] <= 120
+    bands = [shape for shape in figure["layout"]["shapes"] if shape["type"] == "rect"]
+    assert [(band["x0"], band["x1"]) for band in bands] == [(60.0, 80.0)]
+    assert sum(shape["type"] == "line" for shape in figure["layout"]["shapes"]) == 3
+    assert smoothed([2.0, 2.0, 2.0]) == [2.0, 2.0, 2.0]
+    assert whole_training(run(5.0, 100, "only"), "en", names) is None  # one run: the curves above
+
+
+def test_the_shipped_history_reaches_back_to_random_weights(app_client):
+    from model.translator import Translator
+
+    history = Translator.load().history
+    first = history["earlier_stages"][0]
+    assert first["init"] is None and first["epochs"][0]["epoch"] == 1
+    assert first["steps"][0]["step"] == 1
