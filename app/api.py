@@ -42,6 +42,8 @@ def summary(trace: Trace) -> dict:
         "source_tokens": trace.source_tokens,
         "target_tokens": trace.target_tokens,
         "decoder_input": trace.decoder_input,
+        # decoder rows by what each position reads and what it produces ("<bos> → 猫")
+        "decoder_rows": trace.decoder_rows,
         "options": trace.options,
         "model_ms": trace.model_ms,
     }

@@ -23,8 +23,8 @@ PageText = page_text("attention")
 THUMBNAIL_HEIGHT = 90  # px; static/css/app.css reserves the same for .thumb
 KIND_TOKENS = {
     "encoder": ("source_tokens", "source_tokens"),
-    "decoder_self": ("decoder_input", "decoder_input"),
-    "cross": ("decoder_input", "source_tokens"),
+    "decoder_self": ("decoder_rows", "decoder_input"),  # rows: reads → produces; keys: inputs
+    "cross": ("decoder_rows", "source_tokens"),
 }
 KIND_LAYERS = {"encoder": ("encoder", "self_attention"),
                "decoder_self": ("decoder", "self_attention"),

@@ -100,9 +100,18 @@ class Trace:
 
         ``kind`` is "encoder", "decoder_self" or "cross".
         """
-        query_tokens = self.source_tokens if kind == "encoder" else self.decoder_input
+        query_tokens = self.source_tokens if kind == "encoder" else self.decoder_rows
         key_tokens = self.decoder_input if kind == "decoder_self" else self.source_tokens
         return self.recorded.attention_detail(kind, layer, head, query_tokens, key_tokens)
+
+    @property
+    def decoder_rows(self) -> list[str]:
+        """A label for each decoder position as a row of a figure: what it reads → what it
+        produces ("<bos> → 猫": the row that reads <bos> is the one that chooses 猫)."""
+        produced = [step.token for step in self.steps]
+        return [f"{read} → {out}" if i < len(produced) else read
+                for i, (read, out) in enumerate(zip(self.decoder_input,
+                                                   produced + [""] * len(self.decoder_input)))]
 
     @property
     def decoder_ids(self) -> list[int]:

@@ -75,7 +75,8 @@
       query.delete("q");
       ITT.setURL(query, true); // a new history entry: Back returns to the previous head
     }
-    const tokens = choice.kind === "encoder" ? data.source_tokens : data.decoder_input;
+    // decoder rows read one character and produce the next: labelled "<bos> → 猫"
+    const tokens = choice.kind === "encoder" ? data.source_tokens : data.decoder_rows;
     const select = document.getElementById("query-select");
     select.replaceChildren(...tokens.map((token, index) => {
       const option = ITT.element("option", `${index + 1}: ${token}`);

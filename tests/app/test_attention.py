@@ -17,7 +17,12 @@ def test_attention_detail(app_client):
     trace = app_client.post("/api/trace", json=SHORT).json()
     assert detail["d_k"] == 8
     assert detail["key_tokens"] == trace["source_tokens"]
-    assert detail["query_tokens"] == trace["decoder_input"]
+    # rows by what each position reads and produces: the row that reads <bos> chose the first
+    # character (issue 25: rows labelled by the input alone read one step late)
+    assert detail["query_tokens"][0] == f"<bos> → {trace['steps'][0]['token']}"
+    assert [row.split(" → ")[0] for row in detail["query_tokens"]] == trace["decoder_input"]
+    assert [row.split(" → ")[1] for row in detail["query_tokens"]] == [
+        step["token"] for step in trace["steps"]]
     assert detail["weights"] == trace["decoder"][1]["cross_attention"][2]
     for name in ("q", "k", "v", "raw", "scaled", "masked", "weights", "output"):
         assert name in detail
@@ -68,6 +73,9 @@ def test_attention_overview_covers_every_layer_and_head(trace):
         ]
         assert cells[0]["thumbnail"]["trace"]["showscale"] is False
         assert cells[0]["figure"]["data"][0]["z"] == attention.attention_weights(trace, kind, 0)[0]
+        rows = cells[0]["figure"]["data"][0]["y"]
+        if kind != "encoder":
+            assert all(" → " in row for row in rows) and len(rows) == len(trace.steps)
 
 
 def test_score_bars_mark_masked_keys(trace):

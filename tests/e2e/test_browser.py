@@ -191,3 +191,20 @@ def test_the_mode_bar_only_downloads_a_png(page, server):
     assert buttons.count() == 1
     assert buttons.first.get_attribute("data-title").lower() == "download plot as a png"
     assert page.locator("#probabilities .modebar a[href]").count() == 0  # no plotly.com logo
+
+
+def test_decoder_rows_say_what_each_position_produces(page, server):
+    """Issue 25: a cross-attention row labelled only by its input read one step late (the row
+    that produces 猫 said <bos>). Each row now reads "input → produced"."""
+    page.goto(f"{server}/attention?text={SENTENCE}&max_len=6&kind=cross&layer=0&head=0")
+    wait_idle(page)
+    trace = page.evaluate("""async () => (await (await fetch('/api/trace', {method: 'POST',
+        headers: {'content-type': 'application/json'},
+        body: JSON.stringify({text: new URLSearchParams(location.search).get('text'), max_len: 6})
+    })).json())""")
+    expected = [f"{read} → {step['token']}" for read, step in zip(trace["decoder_input"], trace["steps"],
+                                                                 strict=True)]
+    options = [text.split(": ", 1)[1] for text in page.locator("#query-select option").all_text_contents()]
+    assert options == expected and options[0].startswith("<bos> → ")
+    ticks = page.locator("#enlarged .yaxislayer-above text").all_text_contents()
+    assert ticks and all(" → " in tick for tick in ticks)
