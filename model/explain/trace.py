@@ -109,9 +109,8 @@ class Trace:
         """A label for each decoder position as a row of a figure: what it reads → what it
         produces ("<bos> → 猫": the row that reads <bos> is the one that chooses 猫)."""
         produced = [step.token for step in self.steps]
-        return [f"{read} → {out}" if i < len(produced) else read
-                for i, (read, out) in enumerate(zip(self.decoder_input,
-                                                   produced + [""] * len(self.decoder_input)))]
+        return [f"{read} → {produced[i]}" if i < len(produced) else read
+                for i, read in enumerate(self.decoder_input)]
 
     @property
     def decoder_ids(self) -> list[int]:
