@@ -105,7 +105,9 @@ def _attention_rows(group: str, prefix: str, d: int, layers: int, bias: int) -> 
 
 def _ffn_row(group: str, d: int, d_ff: int, layers: int, bias: int, experts: int) -> Row:
     one = 2 * d * d_ff + (d_ff + d) * bias
-    shape = f"{d} × {d_ff} + {d_ff} × {d}" + (f" (× {experts} experts)" if experts > 1 else "")
+    shape = f"{d} × {d_ff} + {d_ff} × {d}"
+    if experts > 1:  # the label names the experts in the reader's language (scale.row.experts)
+        shape = f"{experts} × ({shape})"
     return Row("ffn", group, shape, experts * one, layers, experts * 2 * d * d_ff)
 
 
@@ -135,7 +137,7 @@ def count(spec: ScaleInput) -> dict:
                         spec.vocab * d, 1, spec.vocab * d))
         rows.append(Row("target_embedding", "embedding", f"{target_vocab} × {d}",
                         target_vocab * d, 1, target_vocab * d))
-        rows.append(Row("position_encoding", "embedding", f"{spec.context} × {d} (sin/cos)",
+        rows.append(Row("position_encoding", "embedding", f"{spec.context} × {d}",
                         0, 1, 0))
         rows += _attention_rows("encoder", "", d, spec.layers, bias)
         rows.append(_ffn_row("encoder", d, spec.d_ff, spec.layers, bias, spec.experts))
@@ -147,8 +149,8 @@ def count(spec: ScaleInput) -> dict:
         vocab_out = target_vocab
         output_bias = vocab_out * bias
     untied = 0 if spec.tied_output else vocab_out * d
-    rows.append(Row("output_projection", "output",
-                    f"{d} × {vocab_out}" + (" (tied)" if spec.tied_output else ""),
+    # the shape of the weight it uses; the label says whether that weight is the embedding's
+    rows.append(Row("output_projection", "output", f"{d} × {vocab_out}",
                     untied + output_bias, 1, untied))
 
     total = sum(row.count for row in rows)
@@ -270,8 +272,13 @@ def scale_result(query: ScaleQuery, t: Translate) -> dict:
         raise InputError("active_experts", "active_experts cannot exceed experts")
     result = count(ScaleInput(**query.model_dump()))
     labels = _scale_labels(t)
+    experts = t("scale.row.experts", n=query.experts) if query.experts > 1 else ""
     for row in result["rows"]:
         row["label"] = labels.get(f"{row['group']}.{row['key']}", labels.get(row["key"]))
+        if row["key"] == "ffn" and experts:
+            row["label"] += f" × {experts}"
+        if row["key"] == "output_projection" and not query.tied_output:
+            row["label"] = t("scale.row.output_untied")
     result["figure"] = parameter_breakdown(result, labels, t("scale.parameters"))
     return result
 

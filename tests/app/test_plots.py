@@ -10,6 +10,7 @@ import pytest
 from app import plots
 from model.decoding import DecodingOptions
 from tests.app.checks import assert_valid_figures
+from tests.app.test_glossary import GLOSSARY, without_glosses
 
 CAT = "The cat sits on the mat."
 
@@ -61,9 +62,10 @@ FIGURE_ROUTES = [
     ("get", "/api/kv-cache", {"text": CAT, "steps": 6}),
     ("get", "/api/scale", {}),
 ]
-# What may stay in Latin letters in Chinese: symbols, names of methods and models, tokens.
-LATIN_ALLOWED = {"BLEU", "chrF", "LayerNorm", "ReLU", "Query", "Key", "Transformer", "GPT", "cos",
-                 "log", "ms", "softmax", "xW", "sublayer", "RNN", "LSTM", "FFN"}
+# What may stay in Latin letters in Chinese: the glossary's list (symbols, names of methods and
+# models), plus what only figures show: hover units (ms) and the x·W of a projection's axis.
+LATIN_ALLOWED = {word for group, words in GLOSSARY["allowed_english"].items() if group != "about"
+                 for phrase in words for word in phrase.split()} | {"ms", "xW"}
 
 
 def labels(figure: dict) -> list[str]:
@@ -81,7 +83,7 @@ def labels(figure: dict) -> list[str]:
 
 def english_words(text: str) -> list[str]:
     # plotly placeholders, tokens like <bos>, symbols like d_model
-    text = re.sub(r"%\{[^}]*\}|<[^>]*>|\w+_\w+", " ", text)
+    text = re.sub(r"%\{[^}]*\}|<[^>]*>|\w+_\w+", " ", without_glosses(text))  # 键（Key）: a gloss
     return [word for word in re.findall(r"[A-Za-z]{2,}", text) if word not in LATIN_ALLOWED]
 
 

@@ -155,7 +155,7 @@ def test_switch_language_is_remembered(page, server):
     assert page.locator("html").get_attribute("lang") == "zh-CN"
     page.goto(f"{server}/attention?text={SENTENCE}&max_len=4")
     wait_idle(page)
-    assert page.locator("h1").text_content() == "注意力：每个词在看谁"
+    assert page.locator("h1").text_content() == "注意力：每个词元在看谁"
     shot(page, "attention-zh")
     page.click("#lang-toggle")
     wait_idle(page)
