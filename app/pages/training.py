@@ -95,13 +95,32 @@ def human_reference(text: str) -> str:
     return human_references().get(" ".join(text.split()), "")
 
 
+# sentence pairs with a human translation to offer when the learner's sentence has none: the
+# first of a few categories of the probe set (a sentence whose reference differs from what the
+# model writes is what shows teacher forcing and free running parting)
+PRESET_CATEGORIES = ("everyday", "questions", "people", "numbers")
+
+
+@cache
+def preset_pairs() -> list[dict[str, str]]:
+    """One (english, chinese) pair per category in ``PRESET_CATEGORIES``, from the probe set."""
+    if not PROBE_FILE.exists():
+        return []
+    with PROBE_FILE.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t"))
+    firsts = {}
+    for row in rows:
+        firsts.setdefault(row["category"], {"english": row["english"], "chinese": row["chinese"]})
+    return [firsts[name] for name in PRESET_CATEGORIES if name in firsts]
+
+
 @router.get("/training", response_class=HTMLResponse, include_in_schema=False)
 def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTMLResponse:
     settings = translator.history.get("settings", {})
     text = request.query_params.get("text") or DEFAULT_TEXT
     return render_page(request, "training", lang,
                        reference=request.query_params.get("reference", "")[:200],
-                       human_reference=human_reference(text[:200]),
+                       human_reference=human_reference(text[:200]), pairs=preset_pairs(),
                        clip=settings.get("clip", 1.0), warmup=settings.get("warmup", 1500),
                        adam={**ADAM, "eps": f"{ADAM['eps']:.0e}".replace("e-0", "e-")},
                        beta1_steps=round(1 / (1 - ADAM["beta1"])),

@@ -217,18 +217,44 @@
   async function load() {
     ITT.clearError();
     const text = ITT.text();
-    // a human translation when the sentence has one (the probe set), else the model's own output
-    let reference = ITT.params().get("reference") || referenceInput.dataset.human || "";
-    if (!reference) {
-      const translation = await ITT.api("/api/translate", { text });
-      // the reference field takes 200 characters; a long (or never-ending) output is cut there
-      reference = translation.translation.slice(0, referenceInput.maxLength > 0 ? referenceInput.maxLength : 200).trim();
-    }
+    // a human translation when the sentence has one (the probe set) or the URL brings one; else
+    // the learner is asked for one: the model's own output as the reference would make free
+    // running agree with it everywhere, which shows nothing
+    const reference = ITT.params().get("reference") || referenceInput.dataset.human || "";
     referenceInput.value = reference;
+    document.getElementById("reference-choices").hidden = Boolean(reference);
     const history = drawHistory();
-    if (reference) drawScore(await ITT.api("/api/score", { text, reference }));
+    if (reference) {
+      drawScore(await ITT.api("/api/score", { text, reference }));
+    } else {
+      document.getElementById("reference-source").textContent = ITT.t("training.ref_needed");
+      referenceInput.focus({ preventScroll: true });
+    }
     await history;
   }
+
+  function scorePair(text, reference) {
+    const query = ITT.params();
+    query.set("text", text);
+    query.set("reference", reference);
+    ITT.setURL(query, true);
+    const box = document.querySelector("#sentence-form [name=text], #text");
+    if (box) box.value = text;
+    load().catch((error) => ITT.showError(error.message));
+  }
+
+  document.querySelectorAll(".preset-pair").forEach((button) => {
+    button.addEventListener("click", () => {
+      referenceInput.dataset.human = button.dataset.reference; // the probe set's human translation
+      scorePair(button.dataset.text, button.dataset.reference);
+    });
+  });
+  document.getElementById("use-own").addEventListener("click", async () => {
+    const translation = await ITT.api("/api/translate", { text: ITT.text() });
+    // the reference field takes 200 characters; a long (or never-ending) output is cut there
+    const own = translation.translation.slice(0, referenceInput.maxLength > 0 ? referenceInput.maxLength : 200).trim();
+    if (own) scorePair(ITT.text(), own);
+  });
 
   document.getElementById("reference-form").addEventListener("submit", (event) => {
     event.preventDefault();

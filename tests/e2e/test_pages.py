@@ -79,12 +79,35 @@ def test_training_scores_a_pair(page, server):
     for plot in ("#score-figure", "#schedule", "#curves", "#epochs"):
         assert drawn(page, plot), plot
     page.fill("#reference", "狗在公园里跑。")
-    page.locator("#reference-form button").click()
+    page.locator("#score-button").click()
     page.wait_for_url(re.compile("reference="))
     wait_idle(page)
     assert page.locator("#loss-line").text_content() != loss
     assert "狗" in parse_qs(urlsplit(page.url).query)["reference"][0]
     shot(page, "training")
+
+
+def test_training_asks_for_a_real_reference_instead_of_the_models_own(page, server):
+    """Issue 25: with the model's own output as the default reference, free running matched it
+    everywhere and the page showed nothing. A sentence without a human translation now asks for
+    one (or a preset pair); the model's own output is one explicit click away."""
+    sentence = "My neighbour repaired his old bicycle last weekend."
+    page.goto(f"{server}/training?text={quote(sentence)}")
+    wait_idle(page)
+    assert page.locator("#reference").input_value() == ""
+    assert "no human translation" in page.locator("#reference-source").text_content()
+    assert page.locator("#teacher-table tbody tr").count() == 0  # nothing scored against itself
+    presets = page.locator(".preset-pair")
+    assert presets.count() >= 3
+    english, chinese = presets.first.get_attribute("data-text"), presets.first.get_attribute("data-reference")
+    presets.first.click()
+    page.wait_for_url(re.compile("reference="))
+    wait_idle(page)
+    query = parse_qs(urlsplit(page.url).query)
+    assert query["text"] == [english] and query["reference"] == [chinese]
+    assert page.locator("#teacher-table tbody tr").count() == 3
+    assert "human translation" in page.locator("#reference-source").text_content()
+    assert page.locator("#reference-choices").is_hidden()
 
 
 def test_kv_cache_race(page, server):
