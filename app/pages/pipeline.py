@@ -11,6 +11,7 @@ from app.api import summary, timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
 from app.plots import (
+    ATTENTION_SCALE,
     BLUE,
     GREY,
     LEGEND_TOP,
@@ -22,6 +23,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import TRACE_ERRORS, TraceRequest
+from model.explain.record import ADD_NORM_NAMES
 from model.explain.trace import Trace
 
 router = APIRouter()
@@ -42,9 +44,49 @@ def pipeline_figures(request: TraceRequest, engine: EngineDep, t: PageText,
     names = (t("pipeline.p_model"), t("pipeline.p_sampled"))
     words = {"rnn": t("rnn.rnn"), "attention": t("rnn.attention_short"), "weight": t("rnn.weight"),
              "distance": t("rnn.distance_axis"), "steps": t("rnn.steps")}
+    flow_words = {name: t(f"pipeline.flow.{name}") for name in (
+        "embedding", "layer", "self_attention", "cross_attention", "ffn", "encoder", "decoder")}
     return {**summary(trace), "links": distance_links(trace),
             "figures": {"probabilities": step_probabilities(trace, names),
-                        "recurrence": recurrence_figure(trace, words)}}
+                        "recurrence": recurrence_figure(trace, words),
+                        "flow": flow_figure(trace, flow_words)}}
+
+
+def flow_figure(trace: Trace, words: dict[str, str]) -> dict:
+    """The x-ray in numbers: how large each token's vector is (‖x‖) after every stage, encoder
+    above and decoder below, stage by stage in the order the data flows (the embedding, then per
+    layer each sublayer's Add & Norm). The same stages the x-ray draws as colour strips."""
+    def rows(side: str, tokens: list[str], embedding: list[list[float]]) -> tuple[list, list]:
+        names, z = [words["embedding"]], [[round(sum(v * v for v in vector) ** 0.5, 3)
+                                           for vector in embedding]]
+        for index, layer in enumerate(getattr(trace, side)):
+            for sublayer, add_norm in ADD_NORM_NAMES[side].items():
+                names.append(f"{words['layer'].format(n=index + 1)} · {words[sublayer]}")
+                z.append(layer[add_norm]["normed_norm"][: len(tokens)])
+        return names, z
+
+    data, panels = [], (("encoder", trace.source_tokens, "y"),
+                        ("decoder", trace.decoder_rows, "y2"))
+    top = 0.0
+    for side, tokens, axis in panels:
+        names, z = rows(side, tokens, trace.embeddings[side]["sum"])
+        top = max([top] + [v for row in z for v in row])
+        data.append({"type": "heatmap", "z": z, "x": unique_labels(tokens), "y": names,
+                     "xaxis": "x" if axis == "y" else "x2", "yaxis": axis,
+                     "colorscale": ATTENTION_SCALE, "coloraxis": "coloraxis",
+                     "hovertemplate": f"{words[side]} · %{{y}} · %{{x}}<br>‖x‖ = %{{z:.2f}}"
+                                      "<extra></extra>", "xgap": 1, "ygap": 1})
+    layout = base_layout(
+        "", 560,
+        xaxis={**category_axis(tickangle=-45), "anchor": "y"},
+        yaxis={**category_axis(words["encoder"], reverse=True), "domain": [0.58, 1]},
+        xaxis2={**category_axis(tickangle=-45), "anchor": "y2"},
+        yaxis2={**category_axis(words["decoder"], reverse=True), "domain": [0, 0.4]},
+        coloraxis={"colorscale": ATTENTION_SCALE, "cmin": 0, "cmax": top,
+                   "colorbar": {"title": {"text": "‖x‖"}, "thickness": 10}},
+        margin={"l": 170, "r": 20, "t": 16, "b": 60},
+    )
+    return {"data": data, "layout": layout}
 
 
 def sampled_probability(step) -> float | None:

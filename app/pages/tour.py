@@ -16,6 +16,7 @@ router = APIRouter(include_in_schema=False)
 
 # The stops, in the documents' order: (path, pipeline stages highlighted, i18n key prefix).
 TOUR = [
+    ("/", "all", "tour.xray"),
     ("/pipeline", "all", "tour.pipeline"),
     ("/tokens", "tokens", "tour.tokens"),
     ("/embeddings", "embedding", "tour.embeddings"),

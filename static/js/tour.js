@@ -10,20 +10,26 @@
     if (link) window.location.assign(link.getAttribute("href"));
   });
 
-  /* Which live figure each stop shows: the page's API and how to pick one figure from it. */
+  /* Which live figure each stop shows: the page's API and how to pick that stop's own figure
+     from it (tests/e2e/test_pages.py checks each stop's figure kind). */
   const PREVIEWS = {
+    // the x-ray's stages as numbers: each token's vector size after every stage, both sides
+    "/": { post: "/api/figures/pipeline", pick: (d) => d.figures.flow,
+      caption: () => ITT.t("tour.preview_xray") },
     "/pipeline": { post: "/api/figures/pipeline", pick: (d) => d.figures.probabilities },
-    "/tokens": { post: "/api/figures/tokens", pick: (d) => d.figures.masks[0].causal },
+    // pieces and ids: the source batch as token ids (the masks come later, on the tokens page)
+    "/tokens": { post: "/api/figures/tokens", pick: (d) => d.figures.source },
     "/embeddings": { post: "/api/figures/embeddings", pick: (d) => d.figures.position },
+    // self-attention, the stop that lights the encoder: the encoder's last layer, first head
     "/attention": {
       post: "/api/figures/attention",
-      pick: (d) => d.kinds.cross[d.kinds.cross.length - 1].figure,
+      pick: (d) => d.kinds.encoder[d.kinds.encoder.length - 1].figure,
     },
     "/decode": {
       post: "/api/figures/decode",
       pick: (d) => d.steps[Math.min(1, d.steps.length - 1)].figures.softmax,
     },
-    "/training": { get: "/api/training", pick: (d) => d.figures.curves },
+    "/training": { get: "/api/training", pick: (d) => d.figures.whole || d.figures.curves },
     "/kv-cache": { get: "/api/kv-cache", query: (text) => ({ text, steps: 32 }), pick: (d) => d.figures.timing },
     // The coreference stop measures the page's own first example: the reader's sentence may have
     // no pronoun in it.

@@ -7,9 +7,9 @@ from app.pages.tour import TOUR
 
 
 def test_tour_steps_carry_the_sentence(app_client):
-    html = app_client.get("/tour", params={"step": 2, "text": "I like green tea."}).text
-    assert 'href="/tour?step=1&amp;text=I%20like%20green%20tea."' in html
-    assert 'href="/tour?step=3&amp;text=I%20like%20green%20tea."' in html
+    html = app_client.get("/tour", params={"step": 3, "text": "I like green tea."}).text
+    assert 'href="/tour?step=2&amp;text=I%20like%20green%20tea."' in html
+    assert 'href="/tour?step=4&amp;text=I%20like%20green%20tea."' in html
     assert 'href="/embeddings?text=I%20like%20green%20tea."' in html
     assert 'class="stage current" data-stage="embedding"' in html
     first = app_client.get("/tour").text
@@ -21,7 +21,7 @@ def test_tour_steps_carry_the_sentence(app_client):
 
 def test_tour_visits_every_page_in_order():
     assert [path for path, _, _ in TOUR] == [
-        "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/training", "/decode",
+        "/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/training", "/decode",
         "/kv-cache", "/scale"]
     for _, _, key in TOUR:
         for lang in ("en", "zh"):

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 # long for a phone, yet within the tiny test model's 64-token limit
 LONG = "The weather is nice today, so he gave her a flower because she was sad and tired."
 PAGES = ["/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/decode", "/kv-cache",
-         "/training", "/scale", "/tour", "/tour?step=4", "/tour?step=8", "/docs"]
+         "/training", "/scale", "/tour", "/tour?step=5", "/tour?step=9", "/docs"]
 FORCED = "&".join(["forced=" + quote("。")] * 40)  # a long run with no line-break opportunity
 
 
@@ -168,12 +168,12 @@ def test_masked_cells_are_drawn_and_a_head_is_a_history_entry(page, server):
 
 
 def test_tour_numbering_coreference_verdict_and_scale_headings(page, server):
-    for stop in range(9):
+    for stop in range(10):
         page.goto(f"{server}/tour?step={stop}")
         title = page.locator("#tour-step-title").text_content()
-        assert not title[:1].isdigit(), title  # "Stop n of 9" is the only number
-        assert page.locator("#tour-card .muted").first.text_content() == f"Stop {stop + 1} of 9"
-    for stop in (4, 8):  # coreference and scale have live figures too
+        assert not title[:1].isdigit(), title  # "Stop n of 10" is the only number
+        assert page.locator("#tour-card .muted").first.text_content() == f"Stop {stop + 1} of 10"
+    for stop in (5, 9):  # coreference and scale have live figures too
         page.goto(f"{server}/tour?step={stop}")
         wait_idle(page)
         assert page.locator("#tour-preview .main-svg").count() > 0, stop

@@ -110,6 +110,29 @@ def test_training_asks_for_a_real_reference_instead_of_the_models_own(page, serv
     assert page.locator("#reference-choices").is_hidden()
 
 
+# what each tour stop's figure must be (issue 25: "Self-attention" showed a cross-attention
+# matrix, "Pieces and ids" a causal mask): read from the figure drawn
+TOUR_FIGURES = {
+    # the x-ray: each token's vector size after every stage, encoder and decoder
+    0: lambda fig: [d["type"] for d in fig["data"]] == ["heatmap", "heatmap"]
+    and fig["data"][0]["y"][0].startswith("embedding"),
+    # pieces and ids: the sentence's own pieces with their ids, not a mask
+    2: lambda fig: "cat" in str(fig["data"]) and "mask" not in str(fig["layout"]).lower(),
+    # self-attention (the encoder is lit): English rows and English columns, not Chinese × English
+    4: lambda fig: fig["data"][0]["x"] == fig["data"][0]["y"] and "cat" in fig["data"][0]["x"],
+}
+
+
+@pytest.mark.parametrize("stop", sorted(TOUR_FIGURES))
+def test_every_tour_stop_shows_its_own_figure(page, server, stop):
+    page.goto(f"{server}/tour?step={stop}&text={quote(CAT)}")
+    wait_idle(page)
+    figure = page.evaluate("() => { const n = document.getElementById('tour-preview');"
+                           " return {data: n.data, layout: n.layout}; }")
+    assert figure["data"], stop
+    assert TOUR_FIGURES[stop](figure), stop
+
+
 def test_kv_cache_race(page, server):
     page.goto(f"{server}/kv-cache?text={quote(CAT)}&steps=16")
     wait_idle(page)
@@ -153,14 +176,17 @@ def test_tour_walks_through_the_pages(page, server):
     page.goto(f"{server}/tour?text={quote('I like green tea.')}")
     wait_idle(page)
     assert page.locator("#tour-source").text_content() == "I like green tea."
+    assert "X-ray" in page.locator("#tour-open").text_content()  # the tour starts at the x-ray
     page.locator("#tour-next").click()
     page.wait_for_url(re.compile("step=1"))
+    page.locator("#tour-next").click()
+    page.wait_for_url(re.compile("step=2"))
     assert page.locator(".tour-pipeline .stage.current").all_text_contents() == ["Tokens"]
     wait_idle(page)
     assert drawn(page, "#tour-preview")
     page.locator("h1").click()
     page.keyboard.press("ArrowRight")
-    page.wait_for_url(re.compile("step=2"))
+    page.wait_for_url(re.compile("step=3"))
     wait_idle(page)
     assert page.locator(".tour-pipeline .stage.current").all_text_contents() == [
         "Embedding + position"]
