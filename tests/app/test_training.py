@@ -360,7 +360,7 @@ def test_the_whole_training_spans_every_stage_on_one_axis():
     # end to end: each stage starts where the one before ended (60, then 20 unrecorded, then 10)
     assert curves[0]["x"][0] < 1 and curves[0]["x"][-1] <= 60
     assert 80 <= curves[1]["x"][0] < curves[1]["x"][-1] <= 90
-    assert 90 <= curves[2]["x"][0] and curves[2]["x"][-1] <= 120
+    assert curves[2]["x"][0] >= 90 and curves[2]["x"][-1] <= 120
     bands = [shape for shape in figure["layout"]["shapes"] if shape["type"] == "rect"]
     assert [(band["x0"], band["x1"]) for band in bands] == [(60.0, 80.0)]
     assert sum(shape["type"] == "line" for shape in figure["layout"]["shapes"]) == 3

@@ -38,7 +38,7 @@ def test_model_has_no_import_cycle():
     graph = {name: {m for m in _imports(path) if m in modules and m != name}
              for name, path in modules.items()}
     # packages import nothing of their own here, so an edge to a package is no cycle
-    graph = {name: {m for m in edges if not modules[m].name == "__init__.py"}
+    graph = {name: {m for m in edges if modules[m].name != "__init__.py"}
              for name, edges in graph.items()}
     visiting, done, cycles = set(), set(), []
 
