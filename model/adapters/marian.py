@@ -20,6 +20,11 @@ Token ids. Our code fixes <pad>=0, <bos>=1, <eos>=2, <unk>=3. Marian has </s>=0,
 
 so one extra row (V+1 in all). Source padding never hides Marian's </s> (which is our 2), and
 decoding forbids exactly what Marian forbids: <pad> (Marian's ``bad_words_ids``), here our 0 and 1.
+
+A folder written by model/adapters/export_hf.py (our checkpoint as a Marian model) already has our
+ids and its own decoder-start token, so it maps one to one; its tokenizers are read with our own
+classes and its hidden dimensions are put back in our interleaved order (``from_export``), so it
+serves exactly the model it was exported from.
 """
 
 from __future__ import annotations
@@ -34,12 +39,23 @@ from pathlib import Path
 
 import torch
 
-from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Transformer, TransformerConfig
+from model.adapters.export_hf import MARKER, TARGET_FOLDER, from_marian_order, target_vocabulary
+from model.tokenizer import ChineseTokenizer, EnglishTokenizer
+from model.transformer import (
+    BOS_ID,
+    EOS_ID,
+    PAD_ID,
+    UNK_ID,
+    Transformer,
+    TransformerConfig,
+    count_parameters,
+)
 from model.translator import CheckpointError, Translator
 
 log = logging.getLogger(__name__)
 
 MARIAN_FILES = ("config.json", "source.spm", "target.spm", "vocab.json")
+EXPORT_FILES = ("config.json", "model.safetensors", "tokenizer.json", f"{TARGET_FOLDER}/tokenizer.json")
 SPECIAL_NAMES = {PAD_ID: "<pad>", BOS_ID: "<bos>", EOS_ID: "<eos>", UNK_ID: "<unk>"}
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 INSTALL_HINT = 'install the optional packages with `pip install -e ".[hf]"` (or the dev lock)'
@@ -56,15 +72,21 @@ LANGUAGES = {
 }
 
 
+def _config(path: Path) -> dict:
+    try:
+        return json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def is_export(path: Path) -> bool:
+    """A Marian folder that model/adapters/export_hf.py wrote from one of our checkpoints."""
+    return isinstance(_config(path).get(MARKER), dict)
+
+
 def is_marian_folder(path: Path) -> bool:
     """A local Hugging Face folder whose config.json names a Marian model."""
-    config = path / "config.json"
-    if not config.is_file():
-        return False
-    try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
+    data = _config(path)
     return data.get("model_type") == "marian" or "MarianMTModel" in data.get("architectures", [])
 
 
@@ -83,22 +105,23 @@ class VocabularyMap:
     marian_unk: int
 
     @classmethod
-    def build(cls, size: int, pad: int, eos: int, unk: int) -> VocabularyMap:
-        if len({pad, eos, unk}) != 3:
+    def build(cls, size: int, pad: int, eos: int, unk: int, start: int | None = None) -> VocabularyMap:
+        """``start``: the decoder-start id when it is a token of its own (not Marian's <pad>)."""
+        start = pad if start is None else start
+        if len({pad, eos, unk}) != 3 or start in (eos, unk):
             raise CheckpointError("the Marian model's <pad>, </s> and <unk> ids must differ")
-        rest = [i for i in range(size) if i not in (pad, eos, unk)]
-        order = {PAD_ID: pad, BOS_ID: pad, EOS_ID: eos, UNK_ID: unk}
+        rest = [i for i in range(size) if i not in (pad, start, eos, unk)]
+        order = {PAD_ID: pad, BOS_ID: start, EOS_ID: eos, UNK_ID: unk}
         return cls([order[i] for i in range(len(order))] + rest, pad, eos, unk)
 
     def __len__(self) -> int:
         return len(self.to_marian)
 
     def to_ours(self) -> list[int]:
-        """Marian id → ours (Marian's <pad> → our <bos>, its decoder-start role)."""
-        ours = [0] * (len(self.to_marian) - 1)
+        """Marian id → ours (Marian's <pad>, when it also starts the decoder → our <bos>)."""
+        ours = [0] * len(set(self.to_marian))
         for index, marian in enumerate(self.to_marian):
-            if index != PAD_ID:
-                ours[marian] = index
+            ours[marian] = index  # a repeated <pad>: the later index, our <bos>, wins
         return ours
 
     def rows(self, weight: torch.Tensor) -> torch.Tensor:
@@ -357,6 +380,8 @@ class MarianTranslator(Translator):
         hf_logging.disable_progress_bar()
         source = str(path)
         folder = Path(source).expanduser()
+        if folder.is_dir() and is_export(folder):
+            return cls.load_export(folder)
         if folder.is_dir():
             missing = [name for name in MARIAN_FILES if not (folder / name).is_file()]
             weights = [n for n in ("model.safetensors", "pytorch_model.bin")
@@ -394,6 +419,47 @@ class MarianTranslator(Translator):
                 "and pass --model DIR") from error
         return cls.from_hf(hf_model, tokenizer, name=name,
                            path=folder if folder.is_dir() else None)
+
+    @classmethod
+    def load_export(cls, folder: Path) -> MarianTranslator:
+        """A folder written by model/adapters/export_hf.py: the Marian model it holds, read with
+        our own tokenizers and ids, its hidden dimensions back in the order it was trained in."""
+        from transformers import MarianMTModel
+
+        missing = [name for name in EXPORT_FILES if not (folder / name).is_file()]
+        if missing:
+            raise CheckpointError(
+                f"{folder} is not a complete export (missing {', '.join(missing)}); write it "
+                f"again with `python -m model.adapters.export_hf {folder}`")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                hf_model = MarianMTModel.from_pretrained(folder, dtype=torch.float32,
+                                                         local_files_only=True).eval()
+            english = EnglishTokenizer.load(folder / "tokenizer.json")
+            chinese = ChineseTokenizer(target_vocabulary(folder / TARGET_FOLDER / "tokenizer.json"))
+        except (OSError, ValueError, KeyError) as error:
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise CheckpointError(f"could not load the export in {folder} ({first[:200]}); write it "
+                                  f"again with `python -m model.adapters.export_hf {folder}`") from error
+        config = hf_model.config
+        ours = (PAD_ID, BOS_ID, EOS_ID, UNK_ID)
+        if (config.pad_token_id, config.decoder_start_token_id, config.eos_token_id) != ours[:3]:
+            raise CheckpointError(f"{folder}: an export keeps our ids <pad>=0, <bos>=1, <eos>=2")
+        source = VocabularyMap.build(config.vocab_size, PAD_ID, EOS_ID, UNK_ID, start=BOS_ID)
+        target = VocabularyMap.build(config.decoder_vocab_size, PAD_ID, EOS_ID, UNK_ID, start=BOS_ID)
+        model = convert(hf_model, source, target)  # one to one: our ids are its ids
+        if getattr(config, MARKER)["position_layout"] == "interleaved":
+            model = from_marian_order(model, dropout=config.dropout)
+        info = {
+            "kind": "marian",
+            "name": folder.resolve().name,
+            "source": language_of("en"),
+            "target": language_of("zh"),
+            "language_tokens": [],
+            "vocab_size": config.decoder_vocab_size,
+        }
+        return cls(model, english, chinese, count_parameters(model), info, path=folder)
 
     @classmethod
     def from_hf(cls, hf_model, tokenizer, name: str = "marian",
