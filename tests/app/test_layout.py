@@ -133,3 +133,13 @@ def test_every_page_renders_in_both_languages(fresh_client, path, lang):
     assert script in html and 'href="/static/css/app.css"' in html
     assert response.headers["content-security-policy"].startswith("default-src 'self'")
     assert response.headers["content-language"] == lang
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_page_says_how_to_run_another_model(app_client, lang):
+    """Issue 25 item 11: the footer names the model running and how to bring a Marian model."""
+    for path in ("/", "/pipeline", "/attention"):
+        html = app_client.get(path, cookies={"lang": lang}).text
+        assert 'id="model-line"' in html and 'id="bring-model"' in html
+        assert "python -m app --model PATH" in html
+        assert "Use a real pretrained model" in html  # the README section, by its heading
