@@ -23,6 +23,7 @@ class _TwoVocabularies(PreTrainedTokenizerFast):
     """The English tokenizer (tokenizer.json) with the Chinese one (target/tokenizer.json)."""
 
     vocab_files_names = {"tokenizer_file": "tokenizer.json", "target_tokenizer_file": TARGET_FILE}
+    _decode_use_source_tokenizer = False  # MarianTokenizer's switch, which inseq sets
 
     def __init__(self, *args, target_tokenizer_file: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -60,6 +61,11 @@ class _TwoVocabularies(PreTrainedTokenizerFast):
             return super().convert_ids_to_tokens(ids, skip_special_tokens)
         finally:
             self._tokenizer = current
+
+    def convert_tokens_to_string(self, tokens: list[str]) -> str:
+        """Chinese tokens joined as Chinese (English ones when ``_decode_use_source_tokenizer``)."""
+        backend = self._source if self._decode_use_source_tokenizer else self._target
+        return backend.decoder.decode(tokens)
 
     def save_pretrained(self, save_directory, *args, **kwargs):
         saved = super().save_pretrained(save_directory, *args, **kwargs)

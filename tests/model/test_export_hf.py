@@ -47,7 +47,7 @@ def _tsv(path, column: str) -> list[str]:
         return [row[column] for row in csv.DictReader(handle, delimiter="\t")]
 
 
-SENTENCES = _tsv(PROBE, "english")[::5][:20]  # 20 sentences, every category of the probe set
+SENTENCES = _tsv(PROBE, "english")[::5][:20]  # two from each of ten categories of the probe set
 
 
 @pytest.fixture(scope="module")
@@ -203,9 +203,13 @@ def test_the_chinese_tokenizer_is_ours(tokenizers, shipped_translator):
         assert chinese.convert_ids_to_tokens(ids) == pair.convert_ids_to_tokens(ids) == \
             [ours.id_to_token(i) for i in ids]
         assert chinese.decode(ids, skip_special_tokens=True) == ours.decode(ids) == \
-            pair.decode([BOS_ID, *ids], skip_special_tokens=True)
+            pair.decode([BOS_ID, *ids], skip_special_tokens=True) == \
+            pair.convert_tokens_to_string([ours.id_to_token(i) for i in ids if i > UNK_ID])
     # the English-in, Chinese-out tokenizer: a pair's labels are the Chinese ids, and saving it
     # keeps both vocabularies
+    pair._decode_use_source_tokenizer = True  # as inseq reads source tokens back
+    assert pair.convert_tokens_to_string(["the", "cat", "##s", "."]) == "the cats."
+    pair._decode_use_source_tokenizer = False
     both = pair("The cat sits on the mat.", text_target="猫坐在垫子上。")
     assert both["labels"] == ours.encode("猫坐在垫子上。", add_eos=True)
     assert both["input_ids"] == shipped_translator.english.encode("The cat sits on the mat.")
