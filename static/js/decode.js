@@ -262,6 +262,29 @@
     if (data.beam) drawBeam(data.beam);
     drawResidual();
     drawStep();
+    await drawForcedCompare(query);
+  }
+
+  /** With a forced prefix: the translation without it beside the one with it, and where they
+      part (the same before/after as the x-ray's forcing). */
+  async function drawForcedCompare(query) {
+    const box = document.getElementById("forced-compare");
+    const forced = query.getAll("forced");
+    box.hidden = forced.length === 0;
+    if (!forced.length) return;
+    const body = ITT.requestFromURL();
+    delete body.forced_prefix;
+    const original = (await ITT.api("/api/translate", body)).steps.map((s) => s.token);
+    const now = data.steps.map((s) => s.token);
+    let part = 0;
+    while (part < original.length && part < now.length && original[part] === now[part]) part++;
+    const chips = (id, tokens) => document.getElementById(id).replaceChildren(...tokens.map((token, i) =>
+      ITT.element("li", token, i === part ? "diff" : (i > part ? "after" : null))));
+    chips("compare-original", original);
+    chips("compare-forced", now);
+    document.getElementById("compare-part").textContent = part < Math.max(original.length, now.length)
+      ? ITT.t("decode.compare_part", { t: part + 1, a: original[part] ?? "∅", b: now[part] ?? "∅" })
+      : ITT.t("decode.compare_same");
   }
 
   document.getElementById("prev-step").addEventListener("click", () => goTo(step - 1));

@@ -106,10 +106,21 @@ def test_step_through_decoding_with_the_keyboard_and_force_a_candidate(page, ser
     chosen = page.locator("#chosen").text_content()
     assert token in chosen and "(forced)" in chosen
     assert page.locator("#reset-forced").is_visible()
+    # before and after, as on the x-ray (issue 25 item 9): the unforced translation beside the
+    # forced one, parting at the forced step
+    compare = page.locator("#forced-compare")
+    assert compare.is_visible()
+    original = page.locator("#compare-original li").all_text_contents()
+    now = page.locator("#compare-forced li").all_text_contents()
+    assert now[1] == token and original[0] == now[0]
+    if original[1] != token:
+        assert page.locator("#compare-forced li.diff").first.text_content() == token
+        assert "step 2" in page.locator("#compare-part").text_content()
     shot(page, "decode-forced")
     page.go_back()
     wait_idle(page)
     assert "forced=" not in page.url
+    assert page.locator("#forced-compare").is_hidden()
 
 
 def test_strategies_and_beam_tree(page, server):
