@@ -44,9 +44,15 @@ def plain_axis(label: str = "", **extra) -> dict:
     return {"title": title(label), "showgrid": False, "zeroline": False, **extra}
 
 
+def plotly_text(text: str) -> str:
+    """Text for a Plotly title: Plotly reads titles as a little HTML, so a literal ``<bos>`` would
+    vanish as an unknown tag; ``&lt;``/``&gt;`` show it as written."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def base_layout(heading: str = "", height: int = 320, **extra) -> dict:
     layout = {
-        "title": {"text": heading, "font": {"size": 14}},
+        "title": {"text": plotly_text(heading), "font": {"size": 14}},
         "height": height,
         "margin": {"l": 60, "r": 20, "t": 40 if heading else 16, "b": 50},
         "font": FONT,

@@ -83,7 +83,8 @@ def labels(figure: dict) -> list[str]:
 
 def english_words(text: str) -> list[str]:
     # plotly placeholders, tokens like <bos>, symbols like d_model
-    text = re.sub(r"%\{[^}]*\}|<[^>]*>|\w+_\w+", " ", without_glosses(text))  # 键（Key）: a gloss
+    text = re.sub(r"%\{[^}]*\}|<[^>]*>|&lt;\w+&gt;|\w+_\w+", " ",
+                  without_glosses(text))  # 键（Key）: a gloss; &lt;bos&gt;: <bos> in a title
     return [word for word in re.findall(r"[A-Za-z]{2,}", text) if word not in LATIN_ALLOWED]
 
 
@@ -100,3 +101,16 @@ def test_every_figure_is_valid_plotly_and_reads_in_chinese(fresh_client, method,
         for text in labels(figure):
             english = [w for w in english_words(text) if w not in sentence]
             assert english == [], f"{path} {where}: {text!r} is not in Chinese"
+
+
+def test_a_title_keeps_special_tokens_plotly_would_drop_as_tags(app_client):
+    """Issue 25 item 7: "Decoder input (<bos> + Chinese)" showed as "Decoder input ( + Chinese)"."""
+    from app.plots import base_layout
+
+    assert base_layout("Decoder input (<bos> + Chinese)")["title"]["text"] == \
+        "Decoder input (&lt;bos&gt; + Chinese)"
+    figures = app_client.post("/api/figures/tokens", json={"text": "The cat sits on the mat."}).json()
+    titles = [f["layout"]["title"]["text"] for f in figures["figures"].values() if isinstance(f, dict)
+              and "layout" in f]
+    assert any("&lt;bos&gt;" in title for title in titles)
+    assert not any("<bos>" in title for title in titles)
