@@ -8,7 +8,7 @@ every row's strips, attention lines, the sampling table and the player are drawn
 warm (one unmeasured visit first). Visits with a cached 10-word sentence and with a new one each
 time (the model runs) are reported separately. The frame rate is counted with
 requestAnimationFrame while the player runs at 4× speed (a sub-step every 350 ms, the chosen
-character flying to the output at every seventh), together with the longest frame.
+character flying to the output at the end of every time step), together with the longest frame.
 Targets: drawn ≤ 1 s for a 10-word sentence; ≥ 30 frames per second while playing.
 """
 
@@ -106,7 +106,8 @@ def screenshots(checkpoint, folder: Path) -> list[Path]:
             target.screenshot(path=str(path))
             taken.append(path)
 
-        step3_cross = 6 + 2 * 7 + 2  # time step 3, sub-step ③ cross-attention
+        # time step 3, decoder layer 2's cross-attention (3 + 3 layers: 14 encoder frames, 20 per step)
+        step3_cross = (2 + 4 * 3) + 2 * (2 + 6 * 3) + 1 + 6 * 1 + 2
         for lang in ("en", "zh"):
             context, page = visit(f"&frame={step3_cross}", height=1500, lang=lang)
             page.evaluate("window.scrollTo(0, document.getElementById('xr-player').offsetTop - 4)")

@@ -19,9 +19,11 @@ from tests.e2e.conftest import running_server, shot
 pytestmark = pytest.mark.e2e
 SEED = "The cat sits on the mat."
 XRAY = "/"  # where the page is served
-ENC_SUBS = 6
-DEC_SUBS = 7
+ENC_LAYERS = DEC_LAYERS = 3  # the shipped model's
+ENC_BLOCKS = ["self_attention", "add_norm1", "ffn", "add_norm2"]
 DEC_BLOCKS = ["self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "add_norm3"]
+ENC_SUBS = 2 + len(ENC_BLOCKS) * ENC_LAYERS  # tokens, embedding, then each layer's blocks in turn
+DEC_SUBS = 2 + len(DEC_BLOCKS) * DEC_LAYERS  # the new token's embedding, each layer's blocks, output
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +63,29 @@ def where(page) -> str:
     return page.locator("#xr-where").text_content()
 
 
-def frame_of(t: int, sub: int) -> int:
-    return ENC_SUBS + (t - 1) * DEC_SUBS + sub if t else sub
+def frame_of(t: int, name: str, layer: int = 0) -> int:
+    """The frame where block ``name`` of ``layer`` runs: in the encoder (t = 0) or at time step t."""
+    if t == 0:
+        if name in ("tokens", "embedding"):
+            return 0 if name == "tokens" else 1
+        return 2 + len(ENC_BLOCKS) * layer + ENC_BLOCKS.index(name)
+    base = ENC_SUBS + (t - 1) * DEC_SUBS
+    if name == "embedding":
+        return base
+    if name == "output":
+        return base + DEC_SUBS - 1
+    return base + 1 + len(DEC_BLOCKS) * layer + DEC_BLOCKS.index(name)
+
+
+def active(page) -> list[str]:
+    return page.locator(".xr-row.xr-active").evaluate_all("rows => rows.map(r => r.dataset.key)")
+
+
+def veiled_from(page, key: str) -> int | None:
+    """The first lane of a row still under the not-computed veil (None: every lane computed)."""
+    found = page.locator(f'.xr-row[data-key="{key}"] rect.xr-veil:not([data-from="memory"])').evaluate_all(
+        "rs => rs.map(r => +r.dataset.from)")
+    return found[0] if found else None
 
 
 def close(a: float, b: float, tol: float) -> bool:
@@ -214,12 +237,15 @@ def test_xray_block_numbers_are_the_models(server):
 
 
 def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
+    """Every frame in the model's order: the encoder layer by layer, then at each step the new
+    token's embedding, decoder layer 1's six blocks, layer 2's, layer 3's, the output. Only the
+    block computing is lit, and the player and narration name its layer."""
     trace = api(server, "/api/trace", {"text": SEED})
     steps = trace["steps"]
     total = ENC_SUBS + DEC_SUBS * len(steps)
     open_page(page, server)
     assert page.locator("#xr-scrub").get_attribute("max") == str(total - 1)
-    assert "sub-step 1 of 6" in where(page)
+    assert f"sub-step 1 of {ENC_SUBS}" in where(page)
     page.locator("h1").click()
     seen = set()
     for frame in range(total):
@@ -229,27 +255,40 @@ def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
         narration = page.locator("#xr-narration").text_content()
         assert narration.strip() and narration not in seen, (frame, narration)
         seen.add(narration)
+        lit = active(page)
         if frame < ENC_SUBS:
             assert f"sub-step {frame + 1} of {ENC_SUBS}" in text
+            if frame < 2:
+                assert lit == [["enc-tokens", "enc-embedding"][frame]]
+                continue
+            layer, block = divmod(frame - 2, len(ENC_BLOCKS))
+            assert lit == [f"e-{layer}-{ENC_BLOCKS[block]}"], (frame, lit)
+            assert f"Encoder layer {layer + 1} of {ENC_LAYERS}" in text
+            assert narration.startswith(f"Encoder layer {layer + 1}")
             continue
         t, sub = divmod(frame - ENC_SUBS, DEC_SUBS)
-        assert f"Time step {t + 1} of {len(steps)}" in text and f"sub-step {sub + 1} of 7" in text
-        active = page.locator(".xr-row.xr-active").evaluate_all("rows => rows.map(r => r.dataset.key)")
+        assert f"Time step {t + 1} of {len(steps)}" in text and f"sub-step {sub + 1} of {DEC_SUBS}" in text
         chosen = page.locator('.xr-row[data-key="dec-chosen"] .xr-outrow span').all_text_contents()
-        if sub == DEC_SUBS - 1:  # ⑦: linear + softmax picks the character, which reaches the output
-            assert "dec-output" in active
+        if sub == DEC_SUBS - 1:  # linear + softmax picks the character, which reaches the output
+            assert sorted(lit) == ["dec-chosen", "dec-output"]
             assert chosen == [s["token"] for s in steps[: t + 1]]
             assert f"{steps[t]['prob']:.3f}" in narration
+        elif sub == 0:  # the new token enters
+            assert sorted(lit) == ["dec-embedding", "dec-tokens"]
+            assert chosen == [s["token"] for s in steps[:t]]
+            assert narration.startswith(f"Step {t + 1}:")
         else:
             assert chosen == [s["token"] for s in steps[:t]]
-            block = DEC_BLOCKS[sub]
-            assert sum(key.startswith("d-") and key.endswith(f"-{block}") for key in active) == 3
+            layer, block = divmod(sub - 1, len(DEC_BLOCKS))
+            assert lit == [f"d-{layer}-{DEC_BLOCKS[block]}"], (frame, lit)  # one block of one layer
+            assert f"Decoder layer {layer + 1} of {DEC_LAYERS}" in text
+            assert narration.startswith(f"Decoder layer {layer + 1}")
         visible = page.locator('.xr-row[data-key="dec-tokens"] .xr-token:not(.xr-hidden)')
         assert visible.all_text_contents() == trace["decoder_input"][: t + 1]
     assert page.locator("#xr-next").is_disabled()
     # play, pause, Home, End, speed, the scrubber
     page.keyboard.press("Home")
-    assert "sub-step 1 of 6" in where(page)
+    assert f"sub-step 1 of {ENC_SUBS}" in where(page)
     page.select_option("#xr-speed", "4")
     page.locator("#xr-play").click()
     assert page.locator("#xr-play").get_attribute("aria-pressed") == "true"
@@ -271,9 +310,102 @@ def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
     shot(page, "xray-played")
 
 
+def test_the_encoder_runs_layer_by_layer_before_the_decoder(page, server):
+    """At the first frame nothing past the tokens is computed; a layer's strips appear once it has
+    run, and the decoder's memory (the last encoder layer's output) only when the encoder is done."""
+    open_page(page, server)
+    for layer in range(ENC_LAYERS):
+        for block in ENC_BLOCKS:
+            assert veiled_from(page, f"e-{layer}-{block}") == 0, (layer, block)
+    assert veiled_from(page, "enc-embedding") == 0
+    memory = page.locator('.xr-row[data-key="d-0-cross_attention"] rect.xr-veil[data-from="memory"]')
+    assert memory.count() == 1
+    assert page.locator('.xr-row[data-key="e-0-self_attention"] path').count() == 0
+    page.goto(f"{server}{XRAY}?text={quote(SEED)}&frame={frame_of(0, 'ffn', 1)}")
+    ready(page)
+    assert active(page) == ["e-1-ffn"]
+    assert "Encoder layer 2 of 3" in where(page)
+    assert page.locator("#xr-narration").text_content().startswith("Encoder layer 2")
+    for block in ENC_BLOCKS:
+        assert veiled_from(page, f"e-0-{block}") is None
+        assert veiled_from(page, f"e-2-{block}") == 0
+    assert [veiled_from(page, f"e-1-{block}") for block in ENC_BLOCKS] == [None, None, None, 0]
+    assert page.locator('.xr-row[data-key="e-0-self_attention"] path').count() > 0
+    assert page.locator('.xr-row[data-key="e-2-self_attention"] path').count() == 0
+    page.keyboard.press("End")  # decoding: the whole encoder is there, memory included
+    assert all(veiled_from(page, f"e-{layer}-{block}") is None
+               for layer in range(ENC_LAYERS) for block in ENC_BLOCKS)
+    assert page.locator('rect.xr-veil[data-from="memory"]').count() == 0
+
+
+def test_a_decoding_step_runs_its_layers_in_turn(page, server):
+    """At step 2, while decoder layer 2's FFN runs: layer 1 has computed position 1, layer 2 up to
+    its FFN, layer 3 not yet (its rows show only step 1's position); no output for step 2 yet."""
+    trace = api(server, "/api/trace", {"text": SEED})
+    open_page(page, server, f"&frame={frame_of(2, 'ffn', 1)}")
+    assert active(page) == ["d-1-ffn"]
+    assert "Time step 2 of" in where(page) and "Decoder layer 2 of 3" in where(page)
+    assert page.locator("#xr-narration").text_content().startswith("Decoder layer 2, feed-forward")
+    for block in DEC_BLOCKS:
+        assert veiled_from(page, f"d-0-{block}") == 2
+        assert veiled_from(page, f"d-2-{block}") == 1
+    assert [veiled_from(page, f"d-1-{block}") for block in DEC_BLOCKS] == [2, 2, 2, 2, 2, 1]
+    queries = lambda key: set(page.locator(f'.xr-row[data-key="{key}"] path').evaluate_all(  # noqa: E731
+        "ps => ps.map(p => p.dataset.q)"))
+    assert "1" in queries("d-0-self_attention") and "1" in queries("d-1-cross_attention")
+    assert queries("d-2-self_attention") == {"0"}
+    assert page.locator('.xr-row[data-key="dec-output"] g').count() == 0  # not computed yet
+    chosen = page.locator('.xr-row[data-key="dec-chosen"] .xr-outrow span').all_text_contents()
+    assert chosen == [trace["steps"][0]["token"]]
+    page.locator("h1").click()
+    for _ in range(frame_of(2, "output") - frame_of(2, "ffn", 1)):
+        page.keyboard.press("ArrowRight")
+    assert sorted(active(page)) == ["dec-chosen", "dec-output"]
+    assert page.locator('.xr-row[data-key="dec-output"] g').count() > 0
+
+
+def test_arrow_keys_scroll_the_block_computing_into_view(page, server):
+    open_page(page, server, f"&frame={frame_of(1, 'ffn', 2)}")
+    page.locator("h1").click()  # the top of the page; layer 3 is far below
+    page.keyboard.press("ArrowRight")
+    assert active(page) == ["d-2-add_norm3"]
+    player = page.locator("#xr-player").bounding_box()
+    box = page.locator('.xr-row[data-key="d-2-add_norm3"]').bounding_box()
+    assert box["y"] >= player["y"] + player["height"] - 1 and box["y"] + box["height"] <= 800, (player, box)
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    page.keyboard.press("Shift+ArrowRight")  # step 2's embedding, back up the page
+    box = page.locator('.xr-row[data-key="dec-embedding"]').bounding_box()
+    player = page.locator("#xr-player").bounding_box()
+    assert box["y"] >= player["y"] + player["height"] - 1 and box["y"] + box["height"] <= 800, (player, box)
+
+
+def test_fast_mode_is_one_frame_per_time_step(page, server):
+    trace = api(server, "/api/trace", {"text": SEED})
+    steps = trace["steps"]
+    open_page(page, server, f"&frame={frame_of(3, 'cross_attention', 1)}")
+    page.select_option("#xr-detail", "steps")
+    assert page.locator("#xr-scrub").get_attribute("max") == str(len(steps) + 1)  # start, encoder, steps
+    assert "Time step 3 of" in where(page) and sorted(active(page)) == ["dec-chosen", "dec-output"]
+    assert parse_qs(urlsplit(page.url).query)["detail"] == ["steps"]
+    page.locator("h1").click()
+    page.keyboard.press("ArrowRight")
+    assert "Time step 4 of" in where(page)
+    chosen = page.locator('.xr-row[data-key="dec-chosen"] .xr-outrow span').all_text_contents()
+    assert chosen == [s["token"] for s in steps[:4]]
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")  # the whole encoder, as one frame
+    assert active(page) == [f"e-{ENC_LAYERS - 1}-add_norm2"]
+    assert veiled_from(page, "e-2-add_norm2") is None
+    page.select_option("#xr-detail", "blocks")
+    assert int(page.locator("#xr-scrub").input_value()) == frame_of(0, "add_norm2", ENC_LAYERS - 1)
+    assert "detail" not in parse_qs(urlsplit(page.url).query)
+    open_page(page, server, "&detail=steps&frame=2")  # a link keeps the mode
+    assert page.locator("#xr-detail").input_value() == "steps" and "Time step 1 of" in where(page)
+
+
 def test_attention_lines_follow_the_focused_token(page, server):
     trace = api(server, "/api/trace", {"text": SEED})
-    open_page(page, server, f"&frame={frame_of(2, 2)}")  # step 2 (坐 is being predicted), cross
+    open_page(page, server, f"&frame={frame_of(2, 'cross_attention', 2)}")  # step 2 (坐 next), layer 3
     cross = page.locator('.xr-row[data-key="d-2-cross_attention"] path')
     weights = [sum(h[1][k] for h in trace["decoder"][2]["cross_attention"]) / 4
                for k in range(len(trace["source_tokens"]))]
@@ -305,7 +437,7 @@ def test_attention_lines_follow_the_focused_token(page, server):
 
 def test_open_every_kind_of_block_and_compare_with_the_trace(page, server):
     trace = api(server, "/api/trace", {"text": SEED})
-    open_page(page, server, f"&frame={frame_of(3, 0)}")  # time step 3: query position 2
+    open_page(page, server, f"&frame={frame_of(3, 'embedding')}")  # time step 3: query position 2
     p = 2
     # embedding (encoder, position 1 by default: "cat")
     panel = open_block(page, "enc-embedding")
@@ -362,7 +494,7 @@ def test_open_every_kind_of_block_and_compare_with_the_trace(page, server):
 def test_sampling_controls_match_the_servers_distribution(page, server, temperature, top_k, top_p):
     trace = api(server, "/api/trace", {"text": SEED})
     step = 2
-    open_page(page, server, f"&frame={frame_of(step + 1, 6)}")
+    open_page(page, server, f"&frame={frame_of(step + 1, 'output')}")
     set_range(page, "#xr-temperature", temperature)
     set_range(page, "#xr-topk", top_k or 0)
     set_range(page, "#xr-topp", top_p or 1)
@@ -398,7 +530,7 @@ def test_sampling_controls_match_the_servers_distribution(page, server, temperat
 def test_force_a_candidate_and_see_both_translations(page, server):
     trace = api(server, "/api/trace", {"text": SEED})
     step = 2
-    open_page(page, server, f"&frame={frame_of(step + 1, 6)}")
+    open_page(page, server, f"&frame={frame_of(step + 1, 'output')}")
     row = page.locator("#xr-dist-body tr").nth(1)
     token = row.get_attribute("data-token")
     assert token != trace["steps"][step]["token"]
@@ -459,7 +591,7 @@ def test_chinese_and_narrow_screen(browser, server):
     errors = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     try:
-        open_page(page, server, f"&frame={frame_of(2, 2)}")
+        open_page(page, server, f"&frame={frame_of(2, 'cross_attention')}")
         assert page.locator("h1").text_content().startswith("透视")
         assert "交叉注意力" in page.locator("#xr-narration").text_content()
         open_block(page, "d-0-cross_attention")

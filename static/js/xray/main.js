@@ -1,7 +1,8 @@
 /* The x-ray: the whole encoder–decoder translating one sentence, drawn from the trace.
    Rows are stages; each token is a lane; each lane shows the token's vector as a strip of colours.
    Attention rows draw their weights as lines from key lanes (above) to query lanes (below).
-   A player walks the encoder phase and then every decoding time step through seven sub-steps.
+   A player walks the computation in its order: the encoder layer by layer, then at every decoding
+   time step the decoder layer by layer and the output (frames.js).
    User text only ever reaches the page through textContent or SVG text nodes.
 
    This module loads the sentence the URL describes and wires the controls. The parts:
@@ -13,7 +14,7 @@
 import { S, saveFrame } from "./state.js";
 import { $, cfg } from "./dom.js";
 import { decodeXray } from "./data.js";
-import { buildFrames } from "./frames.js";
+import { buildFrames, current, frameAtOrAfter } from "./frames.js";
 import { buildRows, buildTokens, heatLinks, layoutAll } from "./rows.js";
 import { go, pause, play, render, setFocus, stepTime, tick } from "./player.js";
 import { decodeAll, draw, drawCompare, drawSampling } from "./whatif.js";
@@ -42,10 +43,12 @@ async function reload() {
   S.focus = null;
   for (const state of S.open.values()) { state.position = null; state.row.panel.hidden = true; }
   S.open.clear();
+  const query = ITT.params();
+  S.detail = query.get("detail") === "steps" ? "steps" : "blocks";
+  $("xr-detail").value = S.detail;
   buildFrames();
   buildRows(toggleBlock);
   buildTokens(setFocus);
-  const query = ITT.params();
   const head = query.get("head");
   S.head = head === "all" || (head !== null && /^\d+$/.test(head) && Number(head) < cfg.n_heads) ? head : "avg";
   $("xr-head").value = S.head;
@@ -78,6 +81,15 @@ function wire() {
   $("xr-next").addEventListener("click", () => go(S.frame + 1));
   $("xr-play").addEventListener("click", () => (S.playing ? pause() : play()));
   $("xr-scrub").addEventListener("input", (event) => go(Number(event.target.value)));
+  $("xr-detail").addEventListener("change", (event) => {
+    const { t, sub } = current(); // stay where we are: the same sub-step, or the next one kept
+    S.detail = event.target.value === "steps" ? "steps" : "blocks";
+    if (!S.trace) return;
+    buildFrames();
+    S.frame = frameAtOrAfter(t, sub);
+    saveFrame();
+    render();
+  });
   $("xr-speed").addEventListener("change", (event) => { S.speed = Number(event.target.value) || 1; if (S.playing) tick(); });
   $("xr-head").addEventListener("change", (event) => {
     S.head = event.target.value;

@@ -1,9 +1,9 @@
-/* What each frame draws over the strips: attention lines, the current lane, the not-yet-computed
-   veil, the output bars, the token rows and the translation so far. */
+/* What each frame draws over the strips: attention lines, the newest lane, the veil over what is
+   not computed yet, the output bars, the token rows and the translation so far. */
 
 import { S } from "./state.js";
 import { el, fixed, svg, t } from "./dom.js";
-import { visibleDecoder } from "./frames.js";
+import { memoryReady, rowState } from "./frames.js";
 import { figHeight, lanes, laneCount, MEMORY_H, rowTitle, STRIP_H, TOP_BARS } from "./rows.js";
 
 const COLOURS = { encoder: "#0072b2", decoder_self: "#d55e00", cross: "#009e73" };
@@ -26,21 +26,24 @@ export function attentionMatrix(row) {
   return row.kind === "cross" ? layer.cross_attention : layer.self_attention;
 }
 
-/** Redraw a row's overlay for this frame (nothing when what it shows has not changed). */
+/** Redraw a row's overlay for this frame (nothing when what it shows has not changed): lines and
+    strips only where the row has computed, a veil over the rest. */
 export function drawOverlay(row, frame) {
-  const visible = visibleDecoder(frame);
+  const state = rowState(row, frame);
+  const memory = row.kind === "cross" && memoryReady(frame);
   const focus = S.focus && S.focus.side === row.side ? S.focus.pos : null;
-  const when = row.side === "encoder" ? frame.t > 0 : frame.t;
   // an English token in focus also picks out the cross-attention lines that reach it
   const keyFocus = row.kind === "cross" && S.focus && S.focus.side === "encoder" ? S.focus.pos : null;
-  const signature = `${when}|${row.type === "output" ? frame.sub : ""}|${S.head}|${focus}|${keyFocus}|${row.width}`;
+  const output = row.type === "output" ? `${frame.t}|${frame.name}` : "";
+  const signature = `${state.lanes}|${state.fresh}|${state.active}|${memory}|${output}|${S.head}|${focus}|${keyFocus}|${row.width}`;
   if (row.signature === signature) return;
   row.signature = signature;
   const group = [];
   const height = figHeight(row);
   if (row.type === "output") {
-    group.push(...outputBars(row, frame));
-    const top = frame.t ? stepTop(frame.t - 1, TOP_BARS).map((c) => `${c.token} ${fixed(c.prob, 3)}`).join(", ") : "";
+    const reached = frame.name === "output";
+    group.push(...outputBars(row, frame, reached));
+    const top = reached ? stepTop(frame.t - 1, TOP_BARS).map((c) => `${c.token} ${fixed(c.prob, 3)}`).join(", ") : "";
     row.fig.setAttribute("role", "img");
     row.fig.setAttribute("aria-label", `${rowTitle(row)[0]}: ${top || t("xray.not_yet")}`);
     row.overlay.replaceChildren(...group);
@@ -51,33 +54,42 @@ export function drawOverlay(row, frame) {
   if (focus !== null) {
     group.push(svg("rect", { x: x(focus) - w / 2 + 1, y: 0, width: w - 2, height, fill: "#0072b2", opacity: 0.1 }));
   }
-  if (row.side === "decoder" && visible > 0 && visible <= n) {
-    group.push(svg("rect", { x: x(visible - 1) - w / 2 + 1, y: row.stripY - 2, width: w - 2, height: STRIP_H + 4,
+  const newest = row.side === "decoder" && state.fresh && state.lanes > 0 ? state.lanes - 1 : null;
+  if (newest !== null && newest < n) {
+    group.push(svg("rect", { x: x(newest) - w / 2 + 1, y: row.stripY - 2, width: w - 2, height: STRIP_H + 4,
       fill: "none", stroke: "#e69f00", "stroke-width": 2, rx: 3 }));
   }
   if (row.type === "attention") {
-    group.push(...attentionLines(row, frame, visible, focus, keyFocus));
-    describeAttention(row, frame, visible, focus);
+    group.push(...attentionLines(row, state, newest, focus, keyFocus));
+    describeAttention(row, state, newest, focus);
   }
-  if (row.kind === "cross") group.push(...memoryLabels(row));
-  if (row.side === "decoder") {
-    const from = Math.min(visible, n);
-    if (from < n) {
-      const top = row.type === "attention" ? row.stripY - 2 : 0;
-      const hide = svg("rect", { x: x(from) - w / 2, y: top, width: row.width - (x(from) - w / 2),
-        height: height - top, fill: "#fff", opacity: 0.88 });
-      group.push(hide);
-      if (row.block === "embedding" && row.width - x(from) > 80) {
-        group.push(svg("text", { x: x(from) - w / 2 + 4, y: height - 5, "font-size": 10, fill: "#777" }, t("xray.not_yet")));
-      }
+  if (row.kind === "cross") {
+    if (memory) group.push(...memoryLabels(row));
+    else group.push(veil(row, 0, 0, MEMORY_H + 14, "memory"));
+  }
+  const from = Math.min(state.lanes, n);
+  if (from < n) {
+    const top = row.type === "attention" ? row.stripY - 2 : 0;
+    group.push(veil(row, x(from) - w / 2, top, height - top, from));
+    if (row.block === "embedding" && row.width - x(from) > 80) {
+      group.push(svg("text", { x: x(from) - w / 2 + 4, y: height - 5, "font-size": 10, fill: "#777" }, t("xray.not_yet")));
     }
   }
   row.overlay.replaceChildren(...group);
 }
 
-function attentionLines(row, frame, visible, focus, keyFocus = null) {
+/** A white veil over what is not computed yet, from x to the row's right edge; from names the
+    first veiled lane ("memory" for the memory strip of a cross-attention row). */
+function veil(row, x, y, height, from) {
+  return svg("rect", { x, y, width: row.width - x, height, fill: "#fff", opacity: 0.88, class: "xr-veil",
+    "data-from": from });
+}
+
+/** Lines from keys to the computed queries: the newest query (decoder) or, while the encoder
+    layer runs, every query, drawn strongest. */
+function attentionLines(row, state, newest, focus, keyFocus = null) {
   const out = [];
-  if (row.side === "decoder" && visible === 0) return out;
+  if (state.lanes === 0) return out;
   const matrix = attentionMatrix(row);
   const layers = S.head === "all"
     ? matrix.map((weights, h) => ({ weights, colour: HEAD_COLOURS[h % HEAD_COLOURS.length], h, scale: 0.8 }))
@@ -89,14 +101,13 @@ function attentionLines(row, frame, visible, focus, keyFocus = null) {
   const top = row.kind === "cross" ? MEMORY_H + 14 : 0;
   const bottom = row.stripY - 1;
   const mid = (top + bottom) / 2;
-  const limit = row.side === "decoder" ? Math.min(visible, queries) : queries;
-  const currentQuery = row.side === "decoder" ? limit - 1 : null;
+  const limit = Math.min(state.lanes, queries);
   for (let i = 0; i < limit; i++) {
     let strength;
     if (focus !== null) strength = i === focus ? 1 : 0;
     else if (keyFocus !== null) strength = 1;
-    else if (currentQuery !== null) strength = i === currentQuery ? 1 : 0.22;
-    else strength = frame.t === 0 ? 0.55 : 0.25;
+    else if (row.side === "decoder") strength = i === newest ? 1 : 0.22;
+    else strength = state.active ? 0.55 : 0.25;
     if (strength === 0) continue;
     for (const { weights, colour, h, scale } of layers) {
       const rowWeights = weights[i];
@@ -110,7 +121,7 @@ function attentionLines(row, frame, visible, focus, keyFocus = null) {
           d: `M${kx.toFixed(1)},${top} C${kx.toFixed(1)},${mid} ${qx.toFixed(1)},${mid} ${qx.toFixed(1)},${bottom}`,
           fill: "none", stroke: colour, "stroke-width": (0.6 + 3.6 * wgt * scale).toFixed(2),
           "stroke-opacity": (strength * scale * (0.15 + 0.85 * wgt)).toFixed(3), "data-q": i, "data-k": j,
-          "data-w": wgt.toFixed(4), "data-h": h, class: strength === 1 || (frame.t === 0 && wgt >= 0.2) ? "xr-now" : "",
+          "data-w": wgt.toFixed(4), "data-h": h, class: strength === 1 || (state.active && wgt >= 0.2) ? "xr-now" : "",
         }));
       }
     }
@@ -119,11 +130,11 @@ function attentionLines(row, frame, visible, focus, keyFocus = null) {
 }
 
 /** What the lines show, in words, for screen readers: the query's three strongest keys. */
-function describeAttention(row, frame, visible, focus) {
-  const query = focus !== null ? focus : (row.side === "decoder" ? visible - 1 : null);
+function describeAttention(row, state, newest, focus) {
+  const query = focus !== null ? focus : newest;
   const [name] = rowTitle(row);
   let text = `${name}, ${t("word.layer", { n: row.layer + 1 })}`;
-  if (query !== null && query >= 0) {
+  if (query !== null && query >= 0 && query < state.lanes) {
     const weights = headWeights(attentionMatrix(row))[query];
     const keys = row.kind === "cross" ? S.trace.source_tokens : (row.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input);
     const queryToken = row.side === "encoder" ? S.trace.source_tokens[query] : S.trace.decoder_input[query];
@@ -150,14 +161,14 @@ function stepTop(stepIndex, count) {
   return step ? step.top.slice(0, count) : [];
 }
 
-function outputBars(row, frame) {
+/** The step's most likely characters, once the output layer has run in this step. */
+function outputBars(row, frame, reached) {
   const out = [];
-  if (frame.t === 0) {
+  if (!reached) {
     out.push(svg("text", { x: 4, y: 14, "font-size": 11, fill: "#888" }, t("xray.not_yet")));
     return out;
   }
   const step = S.trace.steps[frame.t - 1];
-  const reached = frame.sub >= 6;
   const labelW = 46;
   const barMax = Math.max(row.width - labelW - 60, 40);
   stepTop(frame.t - 1, TOP_BARS).forEach((c, i) => {
@@ -176,8 +187,8 @@ function outputBars(row, frame) {
 
 /** The token buttons: focus marks, and the decoder's future inputs hidden. */
 export function drawTokens(frame) {
-  const visible = visibleDecoder(frame);
   for (const row of S.rows.filter((r) => r.type === "tokens")) {
+    const visible = rowState(row, frame).lanes;
     row.buttons.forEach((button, i) => {
       const focused = S.focus && S.focus.side === row.side && S.focus.pos === i;
       button.classList.toggle("xr-focus", Boolean(focused));
@@ -194,7 +205,7 @@ export function drawTokens(frame) {
 export function drawChosen(frame) {
   const row = S.rows.find((r) => r.type === "chosen");
   const steps = S.trace.steps;
-  const done = frame.t === 0 ? 0 : (frame.sub >= 6 ? frame.t : frame.t - 1);
+  const done = frame.t === 0 ? 0 : (frame.name === "output" ? frame.t : frame.t - 1);
   const spans = [];
   for (let i = 0; i < done; i++) {
     const span = el("span", steps[i].token, steps[i].forced ? "xr-forced" : null);

@@ -2,8 +2,8 @@
    and fly the chosen character from its bar to the output. */
 
 import { S, saveFrame } from "./state.js";
-import { $, t } from "./dom.js";
-import { activeBlocks, current, DEC_SUBS, ENC_SUBS } from "./frames.js";
+import { $, cfg, t } from "./dom.js";
+import { activeBlocks, current } from "./frames.js";
 import { drawChosen, drawOverlay, drawTokens } from "./overlay.js";
 import { narrate } from "./narration.js";
 import { drawSampling } from "./whatif.js";
@@ -39,8 +39,10 @@ function drawPlayer(frame) {
   scrub.value = String(S.frame);
   const phase = frame.t === 0 ? t("xray.phase_encoder")
     : t("xray.phase_step", { t: frame.t, total: S.trace.steps.length });
-  const total = frame.t === 0 ? ENC_SUBS.length : DEC_SUBS.length;
-  const where = t("xray.position", { phase, n: frame.sub + 1, total });
+  const position = { phase, n: frame.sub + 1, total: frame.subs };
+  const where = frame.layer === undefined ? t("xray.position", position)
+    : t("xray.position_layer", { ...position, layer: t(frame.t === 0 ? "xray.encoder_layer" : "xray.decoder_layer",
+      { n: frame.layer + 1, total: frame.t === 0 ? cfg.n_encoder_layers : cfg.n_decoder_layers }) });
   $("xr-where").textContent = where;
   scrub.setAttribute("aria-valuetext", where);
   $("xr-prev").disabled = S.frame <= 0;
@@ -72,8 +74,8 @@ export function go(frame, fromPlay) {
   scrollActiveIntoView();
 }
 
+/** Scroll so the block computing now is below the player and on screen (playing or stepping). */
 function scrollActiveIntoView() {
-  if (!S.playing) return;
   const row = S.rows.find((r) => r.node.classList.contains("xr-active") && r.side === (current().t === 0 ? "encoder" : "decoder"));
   if (!row) return;
   const rect = row.node.getBoundingClientRect();

@@ -6,6 +6,7 @@ export const S = {
   trace: null, // /api/trace for that request: tokens, attention, steps, beam nodes
   xr: null, // /api/xray for it, decoded: strips per stage, logits per step, vocabulary
   original: null, // when a prefix is forced, the trace without it (for the comparison)
+  detail: "blocks", // the timeline: "blocks" (every sub-step) or "steps" (one frame per time step)
   frames: [], // the timeline: one entry per frame, built by frames.js
   frame: 0, // index into frames of the frame on screen
   playing: false, // whether the player is advancing by itself
@@ -20,11 +21,12 @@ export const S = {
   sampled: null, // { stepIndex, probs, settings }: the distribution the Draw button samples
 };
 
-/** Keep the frame, head and opened blocks in the URL (replacing the entry, not adding one). */
+/** Keep the frame, head, detail and opened blocks in the URL (replacing the entry, not adding one). */
 export function saveFrame() {
   const query = ITT.params();
   query.set("frame", String(S.frame));
   if (S.head !== "avg") query.set("head", S.head); else query.delete("head");
+  if (S.detail !== "blocks") query.set("detail", S.detail); else query.delete("detail");
   if (S.open.size) query.set("open", [...S.open.keys()].join(",")); else query.delete("open");
   ITT.setURL(query, false);
 }
