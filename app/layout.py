@@ -4,6 +4,7 @@ the URL, asks the page's JSON routes (which read the engine's cached trace) and 
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -13,8 +14,17 @@ from fastapi.templating import Jinja2Templates
 
 from app.i18n import COOKIE, LANGUAGES, Translate
 
-ROOT = Path(__file__).resolve().parents[1]
-templates = Jinja2Templates(directory=ROOT / "templates")  # autoescape is on for .html
+
+def asset_folder(name: str) -> Path:
+    """``templates`` or ``static``: inside the installed package (a wheel carries them as
+    ``app/templates`` and ``app/static``: pyproject.toml's package-dir), else at the top of the
+    checkout beside ``app/`` (a clone, an editable install, the Docker image)."""
+    packaged = Path(str(files("app") / name))
+    return packaged if packaged.is_dir() else Path(__file__).resolve().parents[1] / name
+
+
+TEMPLATES, STATIC = asset_folder("templates"), asset_folder("static")
+templates = Jinja2Templates(directory=TEMPLATES)  # autoescape is on for .html
 
 router = APIRouter(include_in_schema=False)
 

@@ -34,7 +34,6 @@ from model.translator import Translator, set_threads
 # Every page: app/pages/<page>.py, templates/<page>.html, static/js/<page>.js, app/locales/*/<page>.json.
 PAGES = [pipeline, tokens, embeddings, attention, coreference, decode, kv_cache, training, scale,
          tour, xray, docs]
-ROOT = Path(__file__).resolve().parents[1]
 PLOTLY_JS = Path(__import__("plotly").__file__).parent / "package_data" / "plotly.min.js"
 log = logging.getLogger("app")
 
@@ -74,7 +73,7 @@ def create_app(settings: Settings | None = None, translator: Translator | None =
         return FileResponse(PLOTLY_JS, media_type="text/javascript",
                             headers={"Cache-Control": "public, max-age=86400"})
 
-    app.mount("/static", StaticFiles(directory=ROOT / "static"), name="static")
+    app.mount("/static", StaticFiles(directory=layout.STATIC), name="static")
     middleware.install(app, settings)
     app.openapi = lambda: openapi(app)
     return app
