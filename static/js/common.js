@@ -100,8 +100,31 @@ const ITT = (() => {
 
   function showError(message) {
     const box = document.getElementById("error");
-    box.textContent = `${t("error.title")}: ${message}`;
+    // a refused input says what to change; anything else is the server's own message
+    const fix = INPUT_FIXES.some(([, , key]) => String(message).includes(t(key)));
+    const colon = document.documentElement.lang.startsWith("zh") ? "：" : ": ";
+    box.textContent = `${t(fix ? "error.input_title" : "error.title")}${colon}${message}`;
     box.hidden = false;
+  }
+
+  /* What the reader should do about a refused input, in their language and without field
+     names: the server's 422 names the field and the rule (in English, for the API's users). */
+  const INPUT_FIXES = [
+    ["text", /English/i, "error.fix.text_english"],
+    ["text", /tokens long/i, "error.fix.text_tokens"],
+    ["text", /at most|too long/i, "error.fix.text_long"],
+    ["text", /at least|empty|required|missing/i, "error.fix.text_empty"],
+    ["reference", /Chinese|at least|required|missing/i, "error.fix.reference"],
+    ["reference", /at most|too long/i, "error.fix.reference_long"],
+    ["forced_prefix", /./, "error.fix.forced"],
+  ];
+
+  function inputFix(errors) {
+    const fixes = errors.map((error) => {
+      const match = INPUT_FIXES.find(([field, rule]) => error.field === field && rule.test(error.message || ""));
+      return match ? t(match[2]) : null;
+    });
+    return fixes.every(Boolean) ? [...new Set(fixes)].join(" ") : null;
   }
 
   function clearError() {
@@ -122,7 +145,10 @@ const ITT = (() => {
         throw new Error(t("error.network"));
       }
       const data = await response.json().catch(() => ({}));
-      if (!response.ok) throw new Error(data.message || `${response.status}`);
+      if (!response.ok) {
+        const fix = response.status === 422 && Array.isArray(data.errors) ? inputFix(data.errors) : null;
+        throw new Error(fix || data.message || `${response.status}`);
+      }
       return data;
     } finally {
       setBusy(-1);

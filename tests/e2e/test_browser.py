@@ -174,10 +174,18 @@ def test_switch_language_is_remembered(page, server):
 
 
 def test_non_english_input_gets_a_clear_message(page, server):
+    """Issue 25 item 6: the message says what to do, in the reader's language, with no field
+    names ("Something went wrong: text: text must be English…" before)."""
     page.goto(f"{server}/pipeline?text=猫坐在垫子上")
     error = page.locator("#error")
     error.wait_for(state="visible")
-    assert "English" in error.text_content()
+    message = error.text_content()
+    assert message.startswith("Please change your input: Type an English sentence")
+    assert "text:" not in message and "Something went wrong" not in message
+    page.goto(f"{server}/lang/zh?next=/pipeline%3Ftext%3D%E7%8C%AB")
+    error.wait_for(state="visible")
+    assert error.text_content().startswith("请修改输入：")
+    assert "请输入一个英文句子" in error.text_content()
     page.watch.errors.clear()  # the browser logs the 422 response itself
 
 
