@@ -81,3 +81,12 @@ def tiny_marian(tmp_path_factory) -> Path:
     from tests.marian_folder import make_tiny_marian
 
     return make_tiny_marian(tmp_path_factory.mktemp("marian") / "opus-mt-en-zh-tiny")
+
+
+@pytest.fixture(scope="session")
+def hf_export(tmp_path_factory, shipped_translator) -> Path:
+    """The shipped checkpoint as a Hugging Face Marian folder (model/adapters/export_hf.py)."""
+    pytest.importorskip("transformers")
+    from model.adapters.export_hf import export
+
+    return export(shipped_translator, tmp_path_factory.mktemp("export") / "inside-transformer-hf")

@@ -1,7 +1,7 @@
 """The shipped checkpoint exported as a Hugging Face Marian folder (model/adapters/export_hf.py),
 checked against our own model: transformers' greedy ``generate`` gives our greedy tokens, its
-``output_attentions`` are our attention weights, its tokenizers cut text exactly as ours do, and
-the folder served with ``--model`` gives our traces again."""
+``output_attentions`` are our attention weights and its tokenizers cut text exactly as ours do
+(tests/app/test_export_app.py serves the folder with ``--model``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import warnings
 
 import pytest
 import torch
-from fastapi.testclient import TestClient
 from safetensors.torch import load_file
 
 from model.decoding import DecodingOptions, generate
@@ -25,8 +24,10 @@ torch.set_num_threads(1)  # the tests share the machine with other work (as test
 
 PROBE = SHIPPED_CHECKPOINT.parent / "training" / "probe.tsv"
 HELD_OUT = SHIPPED_CHECKPOINT.parent / "training" / "heldout_tatoeba_100.tsv"
-ATTENTION_TOL = 1e-5  # measured ≤ 6e-7: the same weights, summed in another order
-LOGIT_TOL = 1e-4  # measured ≤ 4e-6
+# measured ≤ 8e-7 and ≤ 1e-5 on these sentences: the same weights, summed in another order, and
+# Marian's position table, computed in float64 (at most 1.4e-5 from ours)
+ATTENTION_TOL = 1e-5
+LOGIT_TOL = 1e-4
 # what tokenizers trip over: case, accents, full-width and compatibility forms, digits, every
 # kind of space, tokens that look special, emoji, Chinese in English and English in Chinese
 ODD_ENGLISH = [
@@ -51,34 +52,27 @@ SENTENCES = _tsv(PROBE, "english")[::5][:20]  # two from each of ten categories 
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory, shipped_translator):
-    from model.adapters.export_hf import export
-
-    return export(shipped_translator, tmp_path_factory.mktemp("export") / "inside-transformer-hf")
-
-
-@pytest.fixture(scope="module")
-def hf_model(exported):
+def hf_model(hf_export):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = transformers.MarianMTModel.from_pretrained(exported, attn_implementation="eager")
+        model = transformers.MarianMTModel.from_pretrained(hf_export, attn_implementation="eager")
     return model.eval()
 
 
 @pytest.fixture(scope="module")
-def tokenizers(exported):
+def tokenizers(hf_export):
     """(English, Chinese, the English-in Chinese-out one) as AutoTokenizer loads them."""
     auto = transformers.AutoTokenizer
-    return (auto.from_pretrained(exported), auto.from_pretrained(exported, subfolder="target"),
-            auto.from_pretrained(exported, trust_remote_code=True))
+    return (auto.from_pretrained(hf_export), auto.from_pretrained(hf_export, subfolder="target"),
+            auto.from_pretrained(hf_export, trust_remote_code=True))
 
 
-def test_the_folder_is_a_marian_model_with_our_ids(exported, hf_model, shipped_translator):
-    names = {p.name for p in exported.iterdir()}
+def test_the_folder_is_a_marian_model_with_our_ids(hf_export, hf_model, shipped_translator):
+    names = {p.name for p in hf_export.iterdir()}
     assert {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
             "tokenizer_config.json", "README.md", "target"} <= names
     assert not any(name.endswith((".bin", ".pt", ".pkl")) for name in names)
-    config = json.loads((exported / "config.json").read_text(encoding="utf-8"))
+    config = json.loads((hf_export / "config.json").read_text(encoding="utf-8"))
     ours = shipped_translator.config
     assert config["model_type"] == "marian" and config["architectures"] == ["MarianMTModel"]
     assert (config["vocab_size"], config["decoder_vocab_size"]) == (ours.src_vocab_size,
@@ -89,10 +83,10 @@ def test_the_folder_is_a_marian_model_with_our_ids(exported, hf_model, shipped_t
         (PAD_ID, BOS_ID, EOS_ID)
     assert config["forced_eos_token_id"] is None
     assert config["inside_transformer"]["position_layout"] == "interleaved"
-    generation = json.loads((exported / "generation_config.json").read_text(encoding="utf-8"))
+    generation = json.loads((hf_export / "generation_config.json").read_text(encoding="utf-8"))
     assert generation["suppress_tokens"] == [PAD_ID, BOS_ID]  # our mask_special
     assert generation["max_length"] == DecodingOptions().max_len + 1
-    weights = load_file(str(exported / "model.safetensors"))
+    weights = load_file(str(hf_export / "model.safetensors"))
     assert all(torch.isfinite(t).all() for t in weights.values())  # no −inf stands in for masking
     torch.testing.assert_close(hf_model.final_logits_bias[0], shipped_translator.model.output.bias,
                                rtol=0, atol=0)
@@ -165,12 +159,12 @@ def test_output_attentions_equal_ours(hf_model, shipped_translator, text):
     torch.testing.assert_close(out.logits, recorded.decoder["logits"], atol=LOGIT_TOL, rtol=0)
 
 
-def test_the_english_tokenizer_is_ours(exported, tokenizers, shipped_translator):
+def test_the_english_tokenizer_is_ours(hf_export, tokenizers, shipped_translator):
     """The same tokenizers pipeline (the JSON differs only by the <eos> it appends), and the same
     ids, pieces and decoded text on the probe set, 100 held-out sentences and odd inputs."""
     english, _, pair = tokenizers
     ours = shipped_translator.english
-    written = json.loads((exported / "tokenizer.json").read_text(encoding="utf-8"))
+    written = json.loads((hf_export / "tokenizer.json").read_text(encoding="utf-8"))
     original = json.loads((SHIPPED_CHECKPOINT / "tokenizer_en.json").read_text(encoding="utf-8"))
     assert written.pop("post_processor")["type"] == "TemplateProcessing"
     original.pop("post_processor")
@@ -224,50 +218,12 @@ def test_the_pair_tokenizer_saves_and_loads_again(tokenizers, tmp_path):
     assert again("the cat").input_ids == pair("the cat").input_ids
 
 
-def test_the_folder_loads_without_running_its_code(exported, tokenizers):
+def test_the_folder_loads_without_running_its_code(hf_export, tokenizers):
     english, chinese, pair = tokenizers
     assert type(english).__name__ == type(chinese).__name__ == "TokenizersBackend"
     assert type(pair).__name__ == "TranslationTokenizer"
     assert "AutoTokenizer" in json.loads(
-        (exported / "tokenizer_config.json").read_text(encoding="utf-8"))["auto_map"]
-
-
-def test_served_with_model_it_gives_our_traces(exported, shipped_translator):
-    """``--model DIR`` (ITT_MODEL) on the export: the same weights, bit for bit, and the same
-    /api/trace answers as the shipped checkpoint."""
-    from app.main import create_app
-    from app.settings import Settings
-    from model.adapters.loading import load_translator
-    from model.adapters.marian import MarianTranslator
-
-    served = load_translator(exported)
-    assert isinstance(served, MarianTranslator) and served.about["name"] == exported.name
-    assert served.config == shipped_translator.config
-    ours_state, their_state = shipped_translator.model.state_dict(), served.model.state_dict()
-    assert ours_state.keys() == their_state.keys()
-    assert all(torch.equal(ours_state[k], their_state[k]) for k in ours_state)
-    assert served.parameter_counts() == shipped_translator.parameter_counts()
-
-    requests = [{"text": text, **options} for text in SENTENCES[:2]
-                for options in ({}, {"strategy": "beam", "beam_size": 3},
-                                {"strategy": "sample", "seed": 7, "top_p": 0.9})]
-    answers = []
-    for app in (create_app(Settings(model=str(exported), access_log=False)),
-                create_app(Settings(access_log=False), translator=shipped_translator)):
-        with TestClient(app) as client:
-            found = []
-            for body in requests:
-                response = client.post("/api/trace", json=body)
-                assert response.status_code == 200, response.text
-                trace = response.json()
-                trace.pop("model_ms")
-                found.append(trace)
-            model = client.get("/api/model").json()
-            found.append((model["config"], model["parameters"]))
-            answers.append(found)
-    exported_answers, shipped_answers = answers
-    assert exported_answers == shipped_answers
-    assert all(trace["translation"] for trace in exported_answers[:-1])
+        (hf_export / "tokenizer_config.json").read_text(encoding="utf-8"))["auto_map"]
 
 
 def test_command_line_export(tiny_checkpoint, tmp_path, capsys):
