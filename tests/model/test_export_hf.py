@@ -201,6 +201,8 @@ def test_the_chinese_tokenizer_is_ours(tokenizers, shipped_translator):
             pair.convert_tokens_to_string([ours.id_to_token(i) for i in ids if i > UNK_ID])
     # the English-in, Chinese-out tokenizer: a pair's labels are the Chinese ids, and saving it
     # keeps both vocabularies
+    reference = ours.encode("猫坐在垫子上。", add_eos=True)
+    assert pair.batch_decode([reference, reference], skip_special_tokens=True) == ["猫坐在垫子上。"] * 2
     pair._decode_use_source_tokenizer = True  # as inseq reads source tokens back
     assert pair.convert_tokens_to_string(["the", "cat", "##s", "."]) == "the cats."
     pair._decode_use_source_tokenizer = False
