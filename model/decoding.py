@@ -4,7 +4,9 @@ The encoder runs once; the decoder then produces one token per step. With ``use_
 each layer keeps the keys and values of the positions already decoded (the KV cache), so a step
 feeds only the newest token; that step runs on ``model/lean.py``'s ``LeanDecoder`` (the same
 weights, nothing recorded). With ``use_cache=False`` every step re-runs the written-out decoder over
-the whole prefix; both give the same tokens, which the tests check.
+the whole prefix; both give the same tokens, which the tests check. With parts of the model switched
+off (``ablation=``, ``model.transformer.Ablation``) every step runs on the written-out decoder with
+its own KV cache, which the lean step does not replicate.
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from torch import Tensor
 
 from model.lean import LeanDecoder
 from model.tokenizer import MAX_TARGET_TOKENS
-from model.transformer import BOS_ID, EOS_ID, NEVER_GENERATED, PAD_ID, Transformer, mask_special
+from model.transformer import (
+    BOS_ID,
+    EOS_ID,
+    NEVER_GENERATED,
+    PAD_ID,
+    Ablation,
+    Transformer,
+    mask_special,
+)
 
 STRATEGIES = ("greedy", "sample", "beam")
 __all__ = ["NEVER_GENERATED", "mask_special"]  # decoding's names, defined with the model's output
@@ -94,13 +104,16 @@ def filter_distribution(
 
 
 class IncrementalDecoder:
-    """Feeds the decoder one token at a time, with or without a KV cache."""
+    """Feeds the decoder one token at a time, with or without a KV cache (and ``ablation``'s
+    parts switched off)."""
 
-    def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, use_cache: bool):
+    def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, use_cache: bool,
+                 ablation: Ablation | None = None):
         self.model = model
         self.src_ids = src_ids
         self.memory = memory
         self.use_cache = use_cache
+        self.ablation = ablation
         self.cache = model.new_cache() if use_cache else None
         self.prefix = torch.full((src_ids.size(0), 0), BOS_ID, dtype=torch.long)
 
@@ -110,10 +123,11 @@ class IncrementalDecoder:
         self.prefix = torch.cat([self.prefix, new_ids[:, None]], dim=1)
         if self.use_cache:
             logits = self.model.decode(
-                new_ids[:, None], self.memory, self.src_ids, cache=self.cache, offset=offset
+                new_ids[:, None], self.memory, self.src_ids, cache=self.cache, offset=offset,
+                ablation=self.ablation,
             )
         else:
-            logits = self.model.decode(self.prefix, self.memory, self.src_ids)
+            logits = self.model.decode(self.prefix, self.memory, self.src_ids, ablation=self.ablation)
         return mask_special(logits[:, -1])
 
     def reorder(self, indices: Tensor) -> None:
@@ -137,6 +151,17 @@ def step_decoder(
     return IncrementalDecoder(model, src_ids, memory, use_cache=False)
 
 
+def _decoder(
+    model: Transformer, src_ids: Tensor, memory: Tensor, options: DecodingOptions,
+    ablation: Ablation | None,
+) -> LeanDecoder | IncrementalDecoder:
+    """``step_decoder``; with parts switched off, the written-out decoder with its own KV cache
+    (the lean step knows no ablation)."""
+    if ablation is not None:
+        return IncrementalDecoder(model, src_ids, memory, options.use_cache, ablation)
+    return step_decoder(model, src_ids, memory, options.use_cache, options.max_len)
+
+
 @torch.inference_mode()
 def generate(
     model: Transformer,
@@ -144,17 +169,19 @@ def generate(
     options: DecodingOptions,
     forced_prefix: list[int] | None = None,
     memory: Tensor | None = None,
+    ablation: Ablation | None = None,
 ) -> DecodeResult:
     """Translate one source sentence (``src_ids`` of shape (1, S)). ``memory``, if given, is the
-    encoder's output for ``src_ids`` (a caller that already ran the encoder passes it)."""
+    encoder's output for ``src_ids`` (a caller that already ran the encoder passes it);
+    ``ablation`` switches parts of the model off in the encoder and at every step."""
     if model.training:  # eval() walks every submodule: ~0.3 ms a call, for nothing when set
         model.eval()
     forced = list(forced_prefix or [])
     if memory is None:
-        memory = model.encode(src_ids)
+        memory = model.encode(src_ids, ablation=ablation)
     if options.strategy == "beam":
-        return _beam_search(model, src_ids, memory, options, forced)
-    decoder = step_decoder(model, src_ids, memory, options.use_cache, options.max_len)
+        return _beam_search(model, src_ids, memory, options, forced, ablation)
+    decoder = _decoder(model, src_ids, memory, options, ablation)
     generator = None
     if options.strategy == "sample":
         generator = torch.Generator().manual_seed(options.seed if options.seed is not None else 0)
@@ -185,10 +212,11 @@ def length_penalty(length: int, alpha: float) -> float:
 
 
 def _beam_search(
-    model: Transformer, src_ids: Tensor, memory: Tensor, options: DecodingOptions, forced: list[int]
+    model: Transformer, src_ids: Tensor, memory: Tensor, options: DecodingOptions, forced: list[int],
+    ablation: Ablation | None = None,
 ) -> DecodeResult:
     beam = options.beam_size
-    decoder = step_decoder(model, src_ids, memory, options.use_cache, options.max_len)
+    decoder = _decoder(model, src_ids, memory, options, ablation)
     nodes = [BeamNode(step=0, token_id=BOS_ID, parent=-1, score=0.0)]
     live = [0]  # node index of each live hypothesis, aligned with the decoder's batch rows
     live_scores = torch.zeros(1)

@@ -11,13 +11,18 @@ the weights) into a ``record`` dict, and every layer can record its Add & Norm a
 statistics, so a trace can show the real numbers without a second implementation. Each Add & Norm
 is recorded under the name of the sublayer it follows (``ffn_add_norm`` on both sides);
 ``model/explain/record.py`` is the one reader of that layout.
+
+``encode`` and ``decode`` also take an ``ablation=``: parts switched off for that one pass (heads,
+sublayers, the positional encoding; :class:`Ablation`, at the end of this file). Like ``record``
+it is a plain argument, never state on a module, and absent it costs nothing.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -131,12 +136,16 @@ class Embedding(nn.Module):
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(
-        self, ids: Tensor, offset: int = 0, record: dict | None = None, token: Tensor | None = None
+        self, ids: Tensor, offset: int = 0, record: dict | None = None, token: Tensor | None = None,
+        positions: bool = True,
     ) -> Tensor:
-        """``token`` replaces the looked-up, scaled token vectors (attribution methods vary them)."""
+        """``token`` replaces the looked-up, scaled token vectors (attribution methods vary them);
+        ``positions=False`` leaves the positional encoding out (an ablation)."""
         if token is None:
             token = self.tokens(ids) * self.scale
         position = self.positions[offset : offset + ids.size(1)][None]
+        if not positions:
+            position = torch.zeros_like(position)
         summed = token + position
         if record is not None:
             record["token"] = token
@@ -198,12 +207,15 @@ class MultiHeadAttention(nn.Module):
         cache: dict | None = None,
         static_kv: bool = False,
         record: dict | None = None,
+        heads_off: tuple[Tensor, Tensor | float] | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Attend from ``query`` to ``key_value``.
 
         ``cache`` makes decoding incremental. For self-attention (``static_kv=False``) the new
         position's K and V are appended to the cached ones; for cross-attention
         (``static_kv=True``) the encoder's K and V are projected once and reused.
+        ``heads_off`` = (keep (B or 1, H, 1, 1), fill): where keep is False, a head's output is
+        replaced by ``fill`` before W_O (an ablation; :class:`Ablation`).
         """
         q = self.split_heads(self.w_q(query))
         if cache is not None and static_kv and "k" in cache:
@@ -216,7 +228,10 @@ class MultiHeadAttention(nn.Module):
                     k = torch.cat([cache["k"], k], dim=2)
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, record, self.dropout)
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, record, self.dropout)  # (B, H, T, K)
+        if heads_off is not None:
+            keep, fill = heads_off
+            heads = torch.where(keep, heads, fill)
         batch, _, length, _ = heads.shape
         merged = heads.transpose(1, 2).reshape(batch, length, self.n_heads * self.d_head)
         return self.w_o(merged), weights
@@ -279,11 +294,15 @@ class EncoderLayer(nn.Module):
         self.ffn = FeedForward(config)
         self.add_norm2 = AddNorm(config)
 
-    def forward(self, x: Tensor, src_mask: Tensor, record: dict | None = None) -> Tensor:
+    def forward(
+        self, x: Tensor, src_mask: Tensor, record: dict | None = None, off: LayerOff | None = None
+    ) -> Tensor:
         r = _sub_records(record, "self_attention", "self_attention_add_norm", "ffn", "ffn_add_norm")
-        attended, _ = self.self_attention(x, x, src_mask, record=r[0])
-        x = self.add_norm1(x, attended, r[1])
-        return self.add_norm2(x, self.ffn(x, r[2]), r[3])
+        attended, _ = self.self_attention(
+            x, x, src_mask, record=r[0], heads_off=_heads_off(off, "self_attention")
+        )
+        x = self.add_norm1(x, _output(off, "self_attention", attended), r[1])
+        return self.add_norm2(x, _output(off, "ffn", self.ffn(x, r[2])), r[3])
 
 
 class DecoderLayer(nn.Module):
@@ -304,6 +323,7 @@ class DecoderLayer(nn.Module):
         src_mask: Tensor,
         cache: dict | None = None,
         record: dict | None = None,
+        off: LayerOff | None = None,
     ) -> Tensor:
         r = _sub_records(
             record, "self_attention", "self_attention_add_norm", "cross_attention",
@@ -313,19 +333,30 @@ class DecoderLayer(nn.Module):
         if cache is not None:
             self_cache = cache.setdefault("self", {})
             cross_cache = cache.setdefault("cross", {})
-        attended, _ = self.self_attention(y, y, tgt_mask, cache=self_cache, record=r[0])
-        y = self.add_norm1(y, attended, r[1])
-        crossed, _ = self.cross_attention(
-            y, memory, src_mask, cache=cross_cache, static_kv=True, record=r[2]
+        attended, _ = self.self_attention(
+            y, y, tgt_mask, cache=self_cache, record=r[0], heads_off=_heads_off(off, "self_attention")
         )
-        y = self.add_norm2(y, crossed, r[3])
-        return self.add_norm3(y, self.ffn(y, r[4]), r[5])
+        y = self.add_norm1(y, _output(off, "self_attention", attended), r[1])
+        crossed, _ = self.cross_attention(
+            y, memory, src_mask, cache=cross_cache, static_kv=True, record=r[2],
+            heads_off=_heads_off(off, "cross_attention"),
+        )
+        y = self.add_norm2(y, _output(off, "cross_attention", crossed), r[3])
+        return self.add_norm3(y, _output(off, "ffn", self.ffn(y, r[4])), r[5])
 
 
 def _sub_records(record: dict | None, *names: str) -> list[dict | None]:
     if record is None:
         return [None] * len(names)
     return [record.setdefault(name, {}) for name in names]
+
+
+def _heads_off(off: LayerOff | None, sublayer: str) -> tuple[Tensor, Tensor | float] | None:
+    return None if off is None else off.heads.get(sublayer)
+
+
+def _output(off: LayerOff | None, sublayer: str, output: Tensor) -> Tensor:
+    return output if off is None else off.output(sublayer, output)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,16 +381,20 @@ class Transformer(nn.Module):
             self.output.weight = self.tgt_embedding.tokens.weight
 
     def encode(
-        self, src_ids: Tensor, record: dict | None = None, token_embeddings: Tensor | None = None
+        self, src_ids: Tensor, record: dict | None = None, token_embeddings: Tensor | None = None,
+        ablation: Ablation | None = None,
     ) -> Tensor:
         """Encoder stack → memory (B, S, D). ``token_embeddings`` (B, S, D), if given, stands in for
-        the scaled token look-up (positions are still added), like Hugging Face's ``inputs_embeds``."""
+        the scaled token look-up (positions are still added), like Hugging Face's ``inputs_embeds``.
+        ``ablation`` switches parts off for this pass."""
         src_mask = padding_mask(src_ids)
         x = self.src_embedding(
-            src_ids, record=_layer_record(record, "embedding"), token=token_embeddings
+            src_ids, record=_layer_record(record, "embedding"), token=token_embeddings,
+            positions=ablation is None or "encoder" not in ablation.positions,
         )
         for index, layer in enumerate(self.encoder_layers):
-            x = layer(x, src_mask, record=_layer_record(record, "layers", index))
+            off = None if ablation is None else ablation.layer("encoder", index, self.config.n_heads)
+            x = layer(x, src_mask, record=_layer_record(record, "layers", index), off=off)
         return x
 
     def decode(
@@ -370,18 +405,24 @@ class Transformer(nn.Module):
         cache: list[dict] | None = None,
         offset: int = 0,
         record: dict | None = None,
+        ablation: Ablation | None = None,
     ) -> Tensor:
-        """Decoder stack → logits. With ``cache`` only the new positions in ``tgt_ids`` are fed."""
+        """Decoder stack → logits. With ``cache`` only the new positions in ``tgt_ids`` are fed;
+        ``ablation`` switches parts off for this pass."""
         src_mask = padding_mask(src_ids)
         tgt_mask = None if cache is not None and tgt_ids.size(1) == 1 else decoder_self_mask(tgt_ids)
         if cache is not None and tgt_ids.size(1) > 1 and offset > 0:
             raise ValueError("feed one new position at a time once the cache holds positions")
-        y = self.tgt_embedding(tgt_ids, offset=offset, record=_layer_record(record, "embedding"))
+        y = self.tgt_embedding(
+            tgt_ids, offset=offset, record=_layer_record(record, "embedding"),
+            positions=ablation is None or "decoder" not in ablation.positions,
+        )
         for index, layer in enumerate(self.decoder_layers):
             layer_cache = cache[index] if cache is not None else None
+            off = None if ablation is None else ablation.layer("decoder", index, self.config.n_heads)
             y = layer(
                 y, memory, tgt_mask, src_mask, cache=layer_cache,
-                record=_layer_record(record, "layers", index),
+                record=_layer_record(record, "layers", index), off=off,
             )
         logits = self.output(y)
         if record is not None:
@@ -389,9 +430,10 @@ class Transformer(nn.Module):
             record["logits"] = logits
         return logits
 
-    def forward(self, src_ids: Tensor, tgt_in: Tensor) -> Tensor:
+    def forward(self, src_ids: Tensor, tgt_in: Tensor, ablation: Ablation | None = None) -> Tensor:
         """Teacher forcing: logits for every target position at once."""
-        return self.decode(tgt_in, self.encode(src_ids), src_ids)
+        memory = self.encode(src_ids, ablation=ablation)
+        return self.decode(tgt_in, memory, src_ids, ablation=ablation)
 
     def new_cache(self) -> list[dict]:
         return [{} for _ in self.decoder_layers]
@@ -406,6 +448,86 @@ def _layer_record(record: dict | None, key: str, index: int | None = None) -> di
     while len(layers) <= index:
         layers.append({})
     return layers[index]
+
+
+# ---------------------------------------------------------------------------------------------
+# Switching parts off (ablation): an argument of one pass, never state on a module
+# ---------------------------------------------------------------------------------------------
+
+Head = tuple[str, str, int, int]  # (side, sublayer, layer, head): ("decoder", "cross_attention", 0, 1)
+Sublayer = tuple[str, str, int]  # (side, sublayer, layer); sublayer as the layers name their modules
+ATTENTION_SUBLAYERS = {"encoder": ("self_attention",),
+                       "decoder": ("self_attention", "cross_attention")}
+ABLATION_MODES = ("zero", "mean")
+
+
+@dataclass(frozen=True)
+class LayerOff:
+    """What one layer computes differently under an :class:`Ablation`, by sublayer name."""
+
+    heads: dict[str, tuple[Tensor, Tensor | float]]  # keep (B or 1, H, 1, 1), fill (1, H, 1, K) or 0
+    outputs: dict[str, Tensor | float]  # what a sublayer adds instead of its output: (D,) or 0
+
+    def output(self, sublayer: str, output: Tensor) -> Tensor:
+        if sublayer not in self.outputs:
+            return output
+        return torch.zeros_like(output) + self.outputs[sublayer]
+
+
+@dataclass(frozen=True, eq=False)
+class Ablation:
+    """Parts of the model switched off for one ``encode`` / ``decode`` pass.
+
+    - A head off: its slice of the concatenated heads (what W_O reads) holds 0 (``mode="zero"``) or
+      ``head_means[side, sublayer, layer][head]`` (``mode="mean"``) instead of softmax(QKᵀ/√d_k)·V.
+    - A sublayer off: it adds 0 (or ``sublayer_means[...]``) to the residual stream instead of its
+      output. The residual and the LayerNorm after it stay — LayerNorm(x + 0) — because in this
+      post-norm model that LayerNorm is on the path every vector takes, not part of the sublayer.
+    - Positions off on a side ("encoder", "decoder"): its embedding is the scaled token vectors
+      alone, with no positional encoding added.
+
+    ``rows`` switches one more head off in each row of a batch (None: none), so that one batched
+    teacher-forced pass scores every head (beam search, which reorders rows, must not use it).
+    """
+
+    heads: frozenset[Head] = frozenset()
+    sublayers: frozenset[Sublayer] = frozenset()
+    positions: frozenset[str] = frozenset()
+    mode: str = "zero"
+    head_means: Mapping[Sublayer, Tensor] = field(default_factory=dict)  # (H, K) per attention
+    sublayer_means: Mapping[Sublayer, Tensor] = field(default_factory=dict)  # (D,) per sublayer
+    rows: tuple[Head | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.mode not in ABLATION_MODES:
+            raise ValueError(f"mode must be one of {ABLATION_MODES}")
+
+    def layer(self, side: str, layer: int, n_heads: int) -> LayerOff | None:
+        """What ``layer`` of ``side`` computes differently (None: nothing)."""
+        heads = {}
+        for sublayer in ATTENTION_SUBLAYERS[side]:
+            where = (side, sublayer, layer)
+            keep = torch.ones(max(1, len(self.rows)), n_heads, 1, 1, dtype=torch.bool)
+            for part in self.heads:
+                if part[:3] == where:
+                    keep[:, part[3]] = False
+            for row, part in enumerate(self.rows):
+                if part is not None and part[:3] == where:
+                    keep[row, part[3]] = False
+            if not bool(keep.all()):
+                fill = self._fill(self.head_means, where)
+                heads[sublayer] = (keep, fill if isinstance(fill, float) else fill[None, :, None, :])
+        outputs = {sublayer: self._fill(self.sublayer_means, (side, sublayer, layer))
+                   for sublayer in (*ATTENTION_SUBLAYERS[side], "ffn")
+                   if (side, sublayer, layer) in self.sublayers}
+        return LayerOff(heads, outputs) if heads or outputs else None
+
+    def _fill(self, means: Mapping[Sublayer, Tensor], where: Sublayer) -> Tensor | float:
+        if self.mode == "zero":
+            return 0.0
+        if where not in means:
+            raise ValueError(f"mode 'mean' needs the mean of {where} (model/explain/ablation.py)")
+        return means[where]
 
 
 def count_parameters(model: Transformer) -> dict[str, int]:

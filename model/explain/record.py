@@ -102,6 +102,11 @@ class RecordedPass:
         """One attention sublayer's record: q, k, v, raw, scaled, masked, weights (1, H, ·, ·)."""
         return self._side(side)["layers"][layer][sublayer]
 
+    def head_outputs(self, side: Side, layer: int, sublayer: str) -> Tensor:
+        """(H, L, K): each head's softmax(QKᵀ/√d_k)·V, the slices W_O reads side by side."""
+        record = self.attention(side, layer, sublayer)
+        return (record["weights"] @ record["v"])[0]
+
     def add_norm(self, side: Side, layer: int, sublayer: str) -> dict:
         """The Add & Norm after ``sublayer``: residual, sublayer, sum, normed (1, L, D) each."""
         return self._side(side)["layers"][layer][add_norm_key(sublayer)]
