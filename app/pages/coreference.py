@@ -60,6 +60,57 @@ EXAMPLES = [
 ]
 
 
+PRONOUNS = ("she", "he", "they", "it", "her", "him", "them", "his", "its", "their", "hers",
+            "herself", "himself", "themselves", "itself")
+# words that introduce a noun, and words that are never the noun a pronoun refers to
+DETERMINERS = {"the", "a", "an", "my", "your", "his", "her", "our", "their", "its", "this", "that",
+               "these", "those", "every", "each", "some", "no"}
+NOT_NOUNS = DETERMINERS | set(PRONOUNS) | {
+    "i", "you", "we", "me", "us", "and", "or", "but", "because", "so", "that", "when", "while",
+    "if", "to", "of", "in", "on", "at", "for", "with", "from", "by", "as", "is", "was", "are",
+    "were", "be", "been", "said", "told", "very", "not", "do", "did", "does", "has", "have", "had",
+    "will", "would", "can", "could", "who", "which", "what", "then", "there", "here"}
+
+
+ADJECTIVES = {"new", "old", "big", "small", "little", "young", "good", "bad", "red", "blue", "green",
+              "black", "white", "long", "short", "tall", "happy", "sad", "nice", "kind", "other",
+              "first", "last", "same", "best", "great", "tired", "beautiful", "local"}
+
+
+def guess_words(text: str) -> dict[str, str] | None:
+    """The learner's own sentence, read for a coreference question: its first pronoun, and the
+    nouns before it as candidates (a word after a determiner, or a capitalised name), the first
+    as the referent and the next as the distractor. None when the sentence has no pronoun. A
+    guess from word order, not a parse: the page says so and lets the learner change it."""
+    found = [(m.group(), m.start()) for m in re.finditer(r"[A-Za-z][A-Za-z'\-]*", text)]
+    lowered = [word.lower() for word, _ in found]
+    at = next((i for i, word in enumerate(lowered) if word in PRONOUNS and i > 0), None)
+    if at is None:
+        return None
+    candidates: list[str] = []
+
+    def add(word: str) -> None:
+        if word.lower() not in {c.lower() for c in candidates}:
+            candidates.append(word)
+
+    for i in range(at):
+        word, plain = found[i][0], lowered[i]
+        if plain in NOT_NOUNS:
+            continue
+        if word[:1].isupper():  # a name (a capitalised first word that is no determiner too)
+            add(word)
+        elif i > 0 and lowered[i - 1] in DETERMINERS:  # "a new car": past the adjectives
+            end = i
+            while end + 1 < at and lowered[end] in ADJECTIVES:
+                end += 1
+            if lowered[end] not in NOT_NOUNS | ADJECTIVES:
+                add(found[end][0])
+    if not candidates:
+        return None
+    return {"pronoun": found[at][0], "referent": candidates[0],
+            "distractor": candidates[1] if len(candidates) > 1 else ""}
+
+
 class CoreferenceQuery(TextQuery):
     text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS, json_schema_extra=ENGLISH,
                       examples=["The woman said that she was tired."],
@@ -84,19 +135,27 @@ class CoreferenceQuery(TextQuery):
 
 @router.get("/coreference", response_class=HTMLResponse, include_in_schema=False)
 def page(request: Request, lang: LanguageDep) -> HTMLResponse:
-    """The sentence comes with its pronoun and referent; a sentence carried over from another
-    page without them is replaced by the first example."""
+    """The sentence comes with its pronoun and referent, or they are guessed from the learner's
+    own sentence (carried from another page); without a pronoun in it, the page says so and
+    offers the examples — the learner's sentence stays in the box."""
     examples = [asdict(example) for example in EXAMPLES]
     query = request.query_params
+    text = query.get("text", "")[:MAX_TEXT_CHARS]
+    guessed = False
     if query.get("pronoun") and query.get("referent"):
-        choice = {"text": query.get("text", ""), "pronoun": query["pronoun"],
+        choice = {"text": text, "pronoun": query["pronoun"],
                   "referent": query["referent"], "distractor": query.get("distractor", "")}
+    elif text and (words_guessed := guess_words(text)):
+        choice, guessed = {"text": text, **words_guessed}, True
+    elif text:
+        choice = {"text": text, "pronoun": "", "referent": "", "distractor": ""}
     else:
         choice = examples[0]
     return render_page(
         request, "coreference", lang, coref_examples=examples,
-        coref_text=choice["text"][:200], pronoun=choice["pronoun"][:20],
+        coref_text=choice["text"][:MAX_TEXT_CHARS], pronoun=choice["pronoun"][:20],
         referent=choice["referent"][:30], distractor=choice["distractor"][:30],
+        coref_guessed=guessed, coref_missing=not choice["pronoun"],
     )
 
 

@@ -6,6 +6,7 @@
 
   async function load() {
     ITT.clearError();
+    if (!value("coref-pronoun") || !value("coref-referent")) return; // the page says what is missing
     const data = await ITT.get("/api/coreference", {
       text: value("coref-text"), pronoun: value("coref-pronoun"),
       referent: value("coref-referent"), distractor: value("coref-distractor"),
@@ -25,13 +26,17 @@
       return row;
     });
     ITT.table(document.getElementById("coref-ranking"), head, rows, false);
-    // what the measurement shows: the best head against the even spread, in three cases
+    // what the measurement shows, against two baselines measured on this sentence: the even
+    // spread, and the same head's weight on every other word (the referent must beat them all)
     const best = data.ranking[0];
     const ratio = data.uniform > 0 ? best.weight / data.uniform : 0;
-    const verdict = ratio >= 1.5 ? "clear" : ratio > 1 ? "slight" : "none";
+    const first = data.ranking.filter((entry) => entry.referent_rank === 1).length;
+    const verdict = best.referent_rank === 1 && ratio >= 2 ? "clear"
+      : ratio > 1 && best.referent_rank <= 3 ? "slight" : "none";
     document.getElementById("coref-verdict").textContent = ITT.t(`coref.verdict_${verdict}`, {
       layer: best.layer + 1, head: best.head + 1, w: best.weight.toFixed(3),
-      u: data.uniform.toFixed(3), x: ratio.toFixed(2),
+      u: data.uniform.toFixed(3), x: ratio.toFixed(2), place: best.referent_rank,
+      top: best.top_word, first, heads: data.ranking.length,
     });
   }
   ITT.syncLinks();

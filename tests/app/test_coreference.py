@@ -73,8 +73,11 @@ def test_rank_heads_orders_by_weight():
 
 
 def test_coreference_page_defaults_to_an_example(app_client):
-    html = app_client.get("/coreference", params={"text": "I like green tea."}).text
+    html = app_client.get("/coreference").text
     assert 'value="The woman said that she was tired."' in html
+    # a carried sentence without a pronoun stays, and the page says why nothing is measured
+    html = app_client.get("/coreference", params={"text": "I like green tea."}).text
+    assert 'value="I like green tea."' in html and 'id="coref-missing"' in html
     html = app_client.get("/coreference", params={
         "text": "The boy kicked the ball and he laughed.", "pronoun": "he", "referent": "boy"}).text
     assert 'value="The boy kicked the ball and he laughed."' in html and 'value="boy"' in html
@@ -84,3 +87,28 @@ def test_head_grid():
     grid = figs.head_grid([[0.1, 0.4], [0.3, 0.2]], "", "layer", "head")
     trace = grid["data"][0]
     assert trace["x"] == ["head 1", "head 2"] and trace["y"] == ["layer 1", "layer 2"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Liv wrote code until late at night; she really loves programming.",
+     {"pronoun": "she", "referent": "Liv", "distractor": ""}),
+    ("The teacher praised the student because he worked hard.",
+     {"pronoun": "he", "referent": "teacher", "distractor": "student"}),
+    ("My sister bought a new car and she loves it.",
+     {"pronoun": "she", "referent": "sister", "distractor": "car"}),
+    ("The cat sits on the mat.", None),
+])
+def test_the_question_is_guessed_from_the_learners_own_sentence(text, expected):
+    from app.pages.coreference import guess_words
+
+    assert guess_words(text) == expected
+
+
+def test_a_carried_sentence_is_kept(app_client):
+    """Issue 25 item 5: a sentence from another page was silently replaced by the first example."""
+    mine = "My sister bought a new car and she loves it."
+    html = app_client.get("/coreference", params={"text": mine}).text
+    assert f'value="{mine}"' in html and 'id="coref-guessed"' in html
+    assert 'id="coref-pronoun" name="pronoun" type="text" maxlength="20" required size="8" value="she"' in html
+    none = app_client.get("/coreference", params={"text": "The cat sits on the mat."}).text
+    assert 'value="The cat sits on the mat."' in none and 'id="coref-missing"' in none
