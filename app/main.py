@@ -13,6 +13,7 @@ from fastapi.staticfiles import StaticFiles
 from app import api, layout, middleware
 from app.engine import Engine
 from app.pages import (
+    ablation,
     attention,
     coreference,
     decode,
@@ -31,9 +32,9 @@ from app.settings import Settings
 from model.adapters.loading import load_translator
 from model.translator import Translator, set_threads
 
-# Every page: app/pages/<page>.py, templates/<page>.html, static/js/<page>.js, app/locales/*/<page>.json.
-PAGES = [pipeline, tokens, embeddings, attention, coreference, decode, kv_cache, training, scale,
-         tour, xray, docs]
+# Every page: app/pages/<page>.py, templates/<page>.html, static/js/<page>.js (the x-ray: static/js/xray/), app/locales/*/<page>.json.
+PAGES = [pipeline, tokens, embeddings, attention, coreference, ablation, decode, kv_cache,
+         training, scale, tour, xray, docs]
 PLOTLY_JS = Path(__import__("plotly").__file__).parent / "package_data" / "plotly.min.js"
 log = logging.getLogger("app")
 
@@ -50,6 +51,7 @@ def create_app(settings: Settings | None = None, translator: Translator | None =
             model.drafter()  # build the greedy drafter now, not on the first visitor's request
         app.state.translator = model
         app.state.engine = Engine(model, settings.cache_size, settings.cache_mb, settings.max_queue)
+        app.state.engine.warm_up()
         log.info("loaded %s", settings.model_source)
         yield
 

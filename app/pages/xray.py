@@ -35,7 +35,7 @@ Block = Literal["embedding", "self_attention", "add_norm1", "cross_attention", "
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
 def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTMLResponse:
-    """The page shell; static/js/xray.js reads the sentence and options from the URL."""
+    """The page shell; static/js/xray/main.js (ES modules) reads the sentence and options from the URL."""
     return render_page(request, "xray", lang, sizes={
         "vocab_en": translator.english.vocab_size, "vocab_zh": translator.chinese.vocab_size})
 

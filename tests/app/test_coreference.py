@@ -109,6 +109,7 @@ def test_a_carried_sentence_is_kept(app_client):
     mine = "My sister bought a new car and she loves it."
     html = app_client.get("/coreference", params={"text": mine}).text
     assert f'value="{mine}"' in html and 'id="coref-guessed"' in html
-    assert 'id="coref-pronoun" name="pronoun" type="text" maxlength="20" required size="8" value="she"' in html
+    assert ('id="coref-pronoun" name="pronoun" type="text" maxlength="20" required size="8" '
+            'value="she"') in html
     none = app_client.get("/coreference", params={"text": "The cat sits on the mat."}).text
     assert 'value="The cat sits on the mat."' in none and 'id="coref-missing"' in none
