@@ -32,7 +32,8 @@ from app.settings import Settings
 from model.adapters.loading import load_translator
 from model.translator import Translator, set_threads
 
-# Every page: app/pages/<page>.py, templates/<page>.html, static/js/<page>.js (the x-ray: static/js/xray/), app/locales/*/<page>.json.
+# Every page: app/pages/<page>.py, templates/<page>.html, static/js/<page>.js (the x-ray:
+# static/js/xray/), app/locales/*/<page>.json.
 PAGES = [pipeline, tokens, embeddings, attention, coreference, ablation, decode, kv_cache,
          training, scale, tour, xray, docs]
 PLOTLY_JS = Path(__import__("plotly").__file__).parent / "package_data" / "plotly.min.js"

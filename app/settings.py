@@ -33,7 +33,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ITT_", extra="ignore")
 
     host: str = "127.0.0.1"  # loopback only by default; pass --host 0.0.0.0 to expose it
-    port: int = Field(8000, ge=1, le=65535)
+    port: int = Field(8000, ge=0, le=65535)  # 0: any free port (the "Uvicorn running on" line says which)
     checkpoint: Path = DEFAULT_CHECKPOINT  # folder with weights.safetensors, config.json, ...
     # a model to serve instead: a local Hugging Face Marian folder (e.g. opus-mt-en-zh) or a
     # checkpoint folder, or a hub id (downloaded only where the machine can reach the hub)

@@ -1,4 +1,4 @@
-"""Start the real server (``python -m app``) as a subprocess on a free loopback port.
+"""Start the real server (``python -m app``) as a subprocess on a loopback port of its own.
 
 Shared by the HTTP benchmarks and the tests that need a real socket (raw clients, a browser)::
 
@@ -10,7 +10,6 @@ Shared by the HTTP benchmarks and the tests that need a real socket (raw clients
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,14 +20,48 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def listening_port(pid: int) -> int | None:
+    """The TCP port process ``pid`` listens on, read from /proc (None while it listens on none).
+
+    A server started with ``--port 0`` binds a port the kernel picks: nothing else can take it
+    between choosing and binding, the race a "free port" found beforehand and then passed on has
+    when several servers start at once."""
+    sockets = set()
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                sockets.add(target[len("socket:["):-1])
+    except OSError:  # the process is gone
+        return None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in sockets:  # 0A: LISTEN
+                return int(fields[1].rsplit(":", 1)[1], 16)
+    return None
+
+
+def wait_for_port(process: subprocess.Popen, timeout_s: float) -> int:
+    """The port a just-started server (``--port 0``) listens on, once it listens; RuntimeError if
+    it exits or does not listen within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}: {process.args}")
+        port = listening_port(process.pid)
+        if port:
+            return port
+        time.sleep(0.05)
+    raise RuntimeError(f"server did not listen within {timeout_s:.0f} s: {process.args}")
 
 
 class LiveServer:
-    """``python -m app`` on 127.0.0.1:<free port>; stops (SIGTERM, then SIGKILL) on exit."""
+    """``python -m app`` on 127.0.0.1:<a port the kernel picks>; stops (SIGTERM, then SIGKILL)
+    on exit."""
 
     def __init__(self, checkpoint: Path | str | None = None, workers: int | None = 1,
                  env: dict[str, str] | None = None, log: Path | None = None,
@@ -38,12 +71,12 @@ class LiveServer:
         self.env = env or {}
         self.log = log
         self.startup_s = startup_s
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port = 0  # known once the server listens: it binds a port the kernel picks
+        self.url = ""
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> LiveServer:
-        command = [sys.executable, "-m", "app", "--port", str(self.port)]
+        command = [sys.executable, "-m", "app", "--port", "0"]
         if self.workers is not None:  # None: the server's default (one per core, app/settings.py)
             command += ["--workers", str(self.workers)]
         if self.checkpoint is not None:
@@ -53,6 +86,12 @@ class LiveServer:
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output,
                                         stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.startup_s
+        try:
+            self.port = wait_for_port(self.process, self.startup_s)
+        except RuntimeError:
+            self.__exit__(None, None, None)
+            raise
+        self.url = f"http://127.0.0.1:{self.port}"
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited with {self.process.returncode}: {command}")

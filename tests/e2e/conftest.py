@@ -6,7 +6,6 @@ Chromium must be at /usr/bin/chromium (scripts/test.sh installs it); without it 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from bench.server import wait_for_port
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -25,30 +26,28 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-backg
 LOOPBACK = {"127.0.0.1", "localhost"}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def running_server(checkpoint: Path | None, log_name: str, flag: str = "--checkpoint"):
-    """``python -m app`` on a free loopback port (the shipped checkpoint when ``checkpoint`` is None;
-    ``flag="--model"`` serves it as a model folder, e.g. a Hugging Face Marian one); yields its URL
+    """``python -m app`` on a loopback port the kernel picks (``--port 0``: no race with other
+    servers starting at once), with the shipped checkpoint when ``checkpoint`` is None
+    (``flag="--model"`` serves it as a model folder, e.g. a Hugging Face Marian one); yields its URL
     once /healthz answers, stops it afterwards. Its output goes to test-artifacts/."""
-    port = free_port()
     ARTIFACTS.mkdir(exist_ok=True)
     log = ARTIFACTS / log_name
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ITT_ACCESS_LOG": "false"}
     env.pop("ITT_CHECKPOINT", None)
     env.pop("ITT_MODEL", None)
-    command = [sys.executable, "-m", "app", "--port", str(port)]
+    command = [sys.executable, "-m", "app", "--port", "0"]
     if checkpoint is not None:
         command += [flag, str(checkpoint)]
     with log.open("w") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
+    try:
+        url = f"http://127.0.0.1:{wait_for_port(process, 120)}"
+    except RuntimeError:
+        process.kill()
+        pytest.fail(f"the server did not start; see {log}")
     while True:
         try:
             with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from bench.server import LiveServer
+from tests.waiting import PATIENCE_S, wait_until
 
 SENTENCE = {"text": "The cat sits on the mat."}
 
@@ -19,11 +20,11 @@ def healthy(server) -> bool:
     return httpx.get(server.url + "/healthz", timeout=5).status_code == 200
 
 
-def raw(server, data: bytes, close_after: float = 0.0, read: bool = False) -> bytes:
-    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+def raw(server, data: bytes, read: bool = False) -> bytes:
+    """Send ``data`` on a new connection; with ``read``, everything the server answers until it
+    closes the connection (a server that never closes it fails the test after PATIENCE_S)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=PATIENCE_S) as sock:
         sock.sendall(data)
-        if close_after:
-            time.sleep(close_after)
         if not read:
             return b""
         chunks = []
@@ -31,8 +32,20 @@ def raw(server, data: bytes, close_after: float = 0.0, read: bool = False) -> by
             while chunk := sock.recv(65536):
                 chunks.append(chunk)
         except TimeoutError:
-            pass
+            raise AssertionError(f"the server kept the connection open {PATIENCE_S:g} s") from None
         return b"".join(chunks)
+
+
+def still_open(sock: socket.socket) -> bool:
+    """The server has neither answered on ``sock`` nor closed it."""
+    sock.setblocking(False)
+    try:
+        sock.recv(1, socket.MSG_PEEK)  # data: answered (e.g. 408); b"": closed
+    except BlockingIOError:
+        return True
+    finally:
+        sock.setblocking(True)
+    return False
 
 
 def test_malformed_json(live_server):
@@ -69,15 +82,16 @@ def test_vanished_and_slow_clients(live_server):
     answer = raw(live_server, b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 64 + b"\r\n\r\n",
                  read=True)
     assert answer == b"" or answer.startswith(b"HTTP/1.1 400")
-    # slow clients keep their connections open while others are served
+    # slow clients keep their connections open while others are served: a request is answered
+    # while all 20 still wait for their bodies, not after the server has cut them off (2 s)
+    assert httpx.post(live_server.url + "/api/translate", json=SENTENCE, timeout=30).status_code == 200
     slow = [socket.create_connection(("127.0.0.1", live_server.port)) for _ in range(20)]
     try:
         for sock in slow:
             sock.sendall(b"POST /api/trace HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
-        started = time.perf_counter()
         response = httpx.post(live_server.url + "/api/translate", json=SENTENCE, timeout=30)
         assert response.status_code == 200 and response.json()["translation"] is not None
-        assert time.perf_counter() - started < 10
+        assert all(still_open(sock) for sock in slow)
     finally:
         for sock in slow:
             sock.close()
@@ -94,10 +108,9 @@ def test_many_connections_opened_and_dropped(live_server):
 
 
 def test_slow_headers_and_bodies_are_cut_off(live_server):
-    """A client that never finishes its headers or its body holds its connection 2 s, not forever."""
-    started = time.perf_counter()
+    """A client that never finishes its headers or its body holds its connection 2 s, not forever:
+    the server closes it (raw() fails if the server never does)."""
     assert raw(live_server, b"GET /healthz HTTP/1.1\r\nHost: x\r\n", read=True) == b""
-    assert time.perf_counter() - started < 4.5  # closed by the server, before the client's 5 s
     answer = raw(live_server, b"POST /api/trace HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
                               b"\r\nContent-Length: 100\r\n\r\n{\"text\": ", read=True)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:60]
@@ -130,47 +143,69 @@ def burst(url: str, path: str, count: int, timeout: float) -> list:
     return threads, results
 
 
-def test_clients_that_give_up_leave_no_work_behind(live_server):
-    """12 KV-cache races (~1 s of model work each on the tiny model) whose clients leave after
-    0.5 s: the server stops computing for them, instead of running ~12 s of work for nobody."""
+def one_race_cpu_seconds(server, path: str) -> float:
+    """The server's CPU seconds for one whole request (a client that waits for the answer)."""
+    before = cpu_seconds(server)
+    assert httpx.get(server.url + path, timeout=PATIENCE_S).status_code == 200
+    return cpu_seconds(server) - before
+
+
+def idle(server) -> bool:
+    """The server's processes used (almost) no CPU over the last quarter of a second."""
+    before = cpu_seconds(server)
+    time.sleep(0.25)
+    return cpu_seconds(server) - before < 0.05
+
+
+def test_clients_that_give_up_leave_no_work_behind(deep_queue_server):
+    """12 KV-cache races, all admitted, whose clients leave after 0.5 s: the server stops
+    computing for them, instead of doing the work of all 12 for nobody. Counted in the server's
+    CPU seconds (which a busy machine does not inflate), from the burst until the server is idle
+    again, against what one race costs when its client waits for the answer."""
+    server = deep_queue_server
     path = "/api/kv-cache?text=The+cat+sits+on+the+mat.&steps=128"
-    threads, results = burst(live_server.url, path, 12, timeout=0.5)
+    one = one_race_cpu_seconds(server, path)
+    wait_until(lambda: idle(server), "the server to go idle before the burst")
+    before = cpu_seconds(server)
+    threads, results = burst(server.url, path, 12, timeout=0.5)
     for thread in threads:
         thread.join()
-    assert all(result == "ReadTimeout" for result in results), results
-    time.sleep(0.5)
-    before = cpu_seconds(live_server)
-    time.sleep(1.5)
-    assert cpu_seconds(live_server) - before < 0.3
-    assert healthy(live_server)
+    assert set(results) <= {"ReadTimeout", 200} and "ReadTimeout" in results, results
+    wait_until(lambda: idle(server), "the server to stop computing for clients that left")
+    spent = cpu_seconds(server) - before
+    assert spent < 12 * one / 4, (spent, one)  # what is left behind would be ~12 races' work
+    assert healthy(server)
 
 
 @pytest.fixture(scope="module")
 def deep_queue_server(tiny_checkpoint):
-    """A server that admits every request of the burst below (no 503s to hide behind)."""
-    env = {"ITT_ACCESS_LOG": "false", "ITT_MAX_QUEUE": "64", "ITT_REQUEST_TIMEOUT_S": "120"}
+    """A server that admits every request of the bursts below (no 503s to hide behind)."""
+    # the longest time limit: a busy machine computes the bursts more slowly, and a request the
+    # plan could not finish in time would be refused (503)
+    env = {"ITT_ACCESS_LOG": "false", "ITT_MAX_QUEUE": "64", "ITT_REQUEST_TIMEOUT_S": "600"}
     with LiveServer(tiny_checkpoint, env=env) as server:
         yield server
 
 
 def test_healthz_stays_fast_while_the_model_is_busy(deep_queue_server):
     """64 KV-cache races queue for the model thread: 40 hold every threadpool thread, 24 wait
-    for one. /healthz answers on the event loop all the same (it used to queue behind them)."""
-    path = "/api/kv-cache?text=The+cat+sits+on+the+mat.&steps=24"
-    threads, results = burst(deep_queue_server.url, path, 64, timeout=120)
-    time.sleep(1.0)  # every client connected, the threadpool full
-    latencies = []
-    with httpx.Client(base_url=deep_queue_server.url, timeout=30) as client:
+    for one. /healthz answers on the event loop all the same: while it is answered, hardly any
+    race finishes (queued behind them, it would wait for the ones ahead of it). Counted in races
+    finished, not in seconds, so a busy machine does not change the answer."""
+    path = "/api/kv-cache?text=The+cat+sits+on+the+mat.&steps=24&runs=1"
+    threads, results = burst(deep_queue_server.url, path, 64, timeout=600)
+    wait_until(lambda: results, "the first race of the burst to be answered")  # the pool is full
+    finished_during = []
+    with httpx.Client(base_url=deep_queue_server.url, timeout=PATIENCE_S) as client:
         for _ in range(8):
-            started = time.perf_counter()
+            before = len(results)
+            if 64 - before <= 40:  # the threadpool is no longer full: nothing left to measure
+                break
             assert client.get("/healthz").status_code == 200
-            latencies.append(time.perf_counter() - started)
-            time.sleep(0.05)
-    busy = sum(thread.is_alive() for thread in threads)
+            finished_during.append(len(results) - before)
     for thread in threads:
         thread.join()
-    latencies.sort()
-    # p50 ≤ 100 ms; one slow outlier allowed on a shared 2-core machine
-    assert latencies[len(latencies) // 2] < 0.1 and latencies[-2] < 1.0, latencies
-    assert busy, "the burst ended before /healthz was measured"
+    assert len(finished_during) >= 3, "the burst drained before /healthz was measured"
+    finished_during.sort()
+    assert finished_during[len(finished_during) // 2] <= 2, finished_during
     assert results.count(200) == 64, results

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from app import cli
-from bench.server import free_port
+from bench.server import wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -101,18 +101,23 @@ def test_console_script_serves(tiny_checkpoint):
     beside_python = Path(sys.executable).parent / "inside-transformer"
     script = str(beside_python) if beside_python.exists() else shutil.which("inside-transformer")
     assert script, "console script missing: run `pip install -e .`"
-    port = free_port()
     process = subprocess.Popen(
-        [script, "serve", "--port", str(port), "--checkpoint", str(tiny_checkpoint)],
+        [script, "serve", "--port", "0", "--checkpoint", str(tiny_checkpoint)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     try:
-        for _ in range(300):
+        try:
+            port = wait_for_port(process, 120)  # the port the kernel gave it: no race to bind
+        except RuntimeError as error:
+            process.kill()
+            raise AssertionError(process.stderr.read().decode()) from error
+        deadline = time.monotonic() + 120
+        while True:
             try:
-                response = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                response = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=10)
                 break
             except httpx.HTTPError:
-                assert process.poll() is None, process.stderr.read().decode()
+                assert process.poll() is None and time.monotonic() < deadline
                 time.sleep(0.1)
         assert response.status_code == 200 and response.json() == {"status": "ok"}
     finally:
