@@ -36,6 +36,7 @@ NAV = [
     ("/embeddings", "nav.embeddings"),
     ("/attention", "nav.attention"),
     ("/coreference", "nav.coreference"),
+    ("/ablation", "nav.ablation"),
     ("/decode", "nav.decode"),
     ("/kv-cache", "nav.kv-cache"),
     ("/training", "nav.training"),

@@ -67,6 +67,7 @@
     document.getElementById("enlarged-label").textContent =
       `${ITT.t(`attention.${choice.kind}`)} · ${ITT.t("word.layer", { n: choice.layer + 1 })} · ${ITT.t("word.head", { n: choice.head + 1 })}`;
     ITT.plot(document.getElementById("enlarged"), cell.figure);
+    markImportance(choice);
     if (userAction) {
       const query = ITT.params();
       query.set("kind", choice.kind);
@@ -132,11 +133,50 @@
     table.replaceChildren(...rows);
   }
 
+  // -- how much each head matters (/api/ablation/importance, drawn by importance.js) -----------
+
+  const PART_KIND = { encoder: "enc", decoder_self: "dec", cross: "cross" };
+
+  /** The importance grid marks the enlarged head; its link switches that head off on /ablation. */
+  function markImportance(choice) {
+    const name = `${PART_KIND[choice.kind]}.${choice.layer + 1}.${choice.head + 1}`;
+    document.querySelectorAll(".importance-grid .head-switch").forEach((button) => {
+      button.setAttribute("aria-pressed", button.dataset.part === name ? "true" : "false");
+    });
+    const query = ITT.carriedQuery();
+    query.set("off", name);
+    document.getElementById("ablate-link").href = `/ablation?${query}`;
+  }
+
+  async function loadImportance() {
+    try {
+      ITTImportance.fill(await ITT.api("/api/ablation/importance", ITT.requestFromURL()), null);
+    } catch (error) {
+      document.getElementById("importance-legend").textContent =
+        ITT.t("importance.failed", { message: error.message });
+    }
+  }
+
+  document.querySelectorAll(".importance-grid .head-switch").forEach((button) => {
+    const [kind, layer, head] = button.dataset.part.split(".");
+    const choice = {
+      kind: Object.keys(PART_KIND).find((name) => PART_KIND[name] === kind),
+      layer: Number(layer) - 1, head: Number(head) - 1, query: 0,
+    };
+    button.addEventListener("click", () => {
+      if (!data) return;
+      select(choice, true).catch((error) => ITT.showError(error.message));
+      document.getElementById("enlarged-title").scrollIntoView({ block: "nearest" });
+    });
+  });
+
   async function load() {
     ITT.clearError();
     data = await ITT.api("/api/figures/attention", ITT.requestFromURL());
     drawGrid();
+    const importance = loadImportance(); // beside the heatmaps; a failure leaves them be
     await select(selectionFromURL(), false);
+    await importance;
   }
 
   document.getElementById("query-select").addEventListener("change", () => {
