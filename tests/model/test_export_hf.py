@@ -24,7 +24,7 @@ torch.set_num_threads(1)  # the tests share the machine with other work (as test
 
 PROBE = SHIPPED_CHECKPOINT.parent / "training" / "probe.tsv"
 HELD_OUT = SHIPPED_CHECKPOINT.parent / "training" / "heldout_tatoeba_100.tsv"
-# measured ≤ 8e-7 and ≤ 1e-5 on these sentences: the same weights, summed in another order, and
+# measured ≤ 1.1e-6 and ≤ 1.1e-5 on these sentences: the same weights, summed in another order, and
 # Marian's position table, computed in float64 (at most 1.4e-5 from ours)
 ATTENTION_TOL = 1e-5
 LOGIT_TOL = 1e-4
