@@ -10,9 +10,18 @@ is not a model call.)
 
 A class pressing "Translate" at once must not take the server down, so :meth:`Engine.run`
 
-- **admits** at most ``max_queue`` calls (running + waiting) and none that would not finish in
-  the time its request has left (the expected seconds of the calls ahead plus its own, learnt per
-  kind of call): the others get :class:`Busy` at once (503 + Retry-After);
+- **admits** a request (at its first model call) only if the model thread can finish it in the
+  time it has left, and every request admitted before it still in theirs: the thread's plan is
+  rebuilt from the measured seconds of each kind of call (a moving mean and deviation, learnt per
+  kind; before a kind's first measurement, a prior from the same function's measured kinds, or
+  1 s) and of what each route asks after its first call. At most ``max_queue`` requests are
+  admitted at once. The others get :class:`Busy` at once (503 + Retry-After: the expected seconds
+  of the work admitted, which is when the thread is free again). When a measurement shows that a
+  waiting request can no longer finish in time, it is refused then, not at its deadline;
+- **shares the thread fairly**: requests of a route that has begun computing finish first (its
+  next calls go ahead of new requests, earliest deadline first); between new requests, the route
+  that has had the least model time so far goes next, so a burst of one expensive kind cannot
+  starve another;
 - **cancels**: each request carries a :class:`Ticket` (its deadline; cancelled when the client
   disconnects or the time limit answers 503). A queued call whose ticket is cancelled never runs;
   a running one stops at its next encoder or decoder layer (a forward pre-hook checks the ticket),
@@ -25,15 +34,17 @@ The cache is bounded by bytes (an estimate of each trace's size) as well as by c
 
 from __future__ import annotations
 
+import itertools
+import logging
 import math
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from concurrent.futures import CancelledError, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TypeVar
 from weakref import WeakSet
 
@@ -43,6 +54,15 @@ from model.explain.trace import Trace
 from model.translator import Translator
 
 Result = TypeVar("Result")
+log = logging.getLogger("app")
+
+PRIOR_S = 1.0  # a call of a function never measured on this server is assumed to take this long
+# Of each request's time limit, what the plan keeps free: the route's own work before and after
+# the model (figures, JSON) and estimates that run long.
+SLACK = 0.1
+# Warm-up at start-up: the model's first calls are slow (allocations, kernels being chosen), and
+# admission needs a first measurement of a trace before the first visitor arrives.
+WARM_UP_TEXT = "The teacher reads a book in the kitchen every morning."
 
 
 class Busy(RuntimeError):
@@ -59,10 +79,12 @@ class Cancelled(RuntimeError):
 
 class Ticket:
     """One request's claim on the model thread: its deadline, whether it was cancelled, and the
-    milliseconds it spent queued and computing (summed over every engine call it made)."""
+    milliseconds it spent queued and computing (summed over every engine call it made).
+    ``route`` names the kind of request (its path) for the fair shares."""
 
-    def __init__(self, timeout_s: float | None = None):
+    def __init__(self, timeout_s: float | None = None, route: str | None = None):
         self.timeout_s = timeout_s
+        self.route = route
         self.deadline = time.monotonic() + timeout_s if timeout_s else None
         self.queue_ms = 0.0
         self.model_ms = 0.0
@@ -107,6 +129,7 @@ class Ticket:
 # The request being served: set by the RequestTimeout middleware, copied into the threadpool thread
 # that runs a sync route. Direct callers (tests, scripts) have none: no deadline, never cancelled.
 CURRENT_TICKET: ContextVar[Ticket | None] = ContextVar("itt_ticket", default=None)
+REQUEST_OVER = "the request is over"  # the reason RequestTimeout closes a finished request with
 
 _running = threading.local()  # on the model thread: the engine and ticket of the call in progress
 _hooked: WeakSet = WeakSet()  # models whose layers already check the running ticket
@@ -121,6 +144,63 @@ def _checkpoint(module, args) -> None:
         engine.layer_calls += 1
 
 
+class Estimate:
+    """Seconds one kind of work takes: a moving mean and mean deviation, as TCP estimates a round
+    trip. The plan counts ``bound`` (mean + 2 deviations), Retry-After the mean."""
+
+    def __init__(self, seconds: float):
+        self.mean, self.dev = seconds, seconds / 2  # one measurement says little: a wide bound
+
+    def add(self, seconds: float) -> None:
+        self.dev = 0.75 * self.dev + 0.25 * abs(seconds - self.mean)
+        self.mean = 0.75 * self.mean + 0.25 * seconds
+
+    @property
+    def bound(self) -> float:
+        return self.mean + 2 * self.dev
+
+
+@dataclass(eq=False)
+class _Job:
+    """One model call: queued, then run by the model thread."""
+
+    claim: _Claim
+    kind: tuple
+    call: Callable
+    args: tuple
+    kwargs: dict
+    future: Future = field(default_factory=Future)
+    submitted: float = 0.0  # perf_counter times, for Server-Timing
+    started: float | None = None
+    started_mono: float = 0.0
+    ended: float | None = None
+
+
+@dataclass(eq=False)
+class _Claim:
+    """One admitted request: its calls, the model seconds it has used, and what it is expected to
+    need: its first call's kind and what its route asks after the first call."""
+
+    ticket: Ticket
+    route: str
+    first_kind: tuple
+    order: int
+    jobs: list[_Job] = field(default_factory=list)  # queued, not started
+    running: _Job | None = None
+    started: bool = False  # a call of it has begun: its next calls go ahead of new requests
+    spent: float = 0.0  # seconds its finished calls ran
+    first_s: float | None = None
+    failed: bool = False
+    admitted: float = 0.0  # monotonic
+
+    @property
+    def deadline(self) -> float:
+        return self.ticket.deadline if self.ticket.deadline is not None else math.inf
+
+    def slack(self) -> float:
+        return SLACK * (self.ticket.timeout_s or 0.0)
+
+
 class Engine:
     def __init__(self, translator: Translator, cache_size: int = 64, cache_mb: float = 256,
                  max_queue: int = 16):
@@ -131,16 +211,21 @@ class Engine:
         self.model_calls = 0  # how many traces the model really computed (tests read this)
         self.layer_calls = 0  # encoder/decoder layers run on the model thread (tests read this)
         self.cache_bytes = 0
-        self.pending = 0  # calls admitted and not finished: running + queued
-        self.queued_s = 0.0  # their expected seconds on the model thread, summed
-        self.shed = 0  # calls refused with Busy
-        self._seconds: dict[tuple, float] = {}  # moving average of one call's seconds, per kind
+        self.pending = 0  # calls submitted and not finished: running + queued
+        self.shed = 0  # requests refused with Busy (at once, or when they could no longer fit)
+        self._calls: dict[tuple, Estimate] = {}  # seconds of one call, per kind
+        self._follow: dict[str, Estimate] = {}  # seconds a route's request asks after its first call
+        self._claims: dict[Ticket, _Claim] = {}  # admitted requests not finished
+        self._queue: list[_Job] = []
+        self._service: dict[str, float] = {}  # model seconds per route with requests admitted
+        self._order = itertools.count()
         self._traces: OrderedDict[tuple, tuple[Trace, int]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._wake = threading.Condition(self._lock)
         self._key_locks: dict[tuple, threading.Lock] = {}
         # Every model run happens on this one thread, one at a time: on a small CPU, parallel runs
         # only fight over the cores and the GIL (measured in bench/: throughput went up, not down).
-        self._model_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="model")
+        self._thread: threading.Thread | None = None
         model = translator.model
         if model not in _hooked:
             for layer in (*model.encoder_layers, *model.decoder_layers):
@@ -152,24 +237,17 @@ class Engine:
     def run(self, call: Callable[..., Result], *args, **kwargs) -> tuple[Result, float]:
         """``call(*args, **kwargs)`` on the model thread, and the milliseconds it computed there.
 
-        Raises :class:`Busy` at once when the queue is full or the call could not finish before
-        the request's deadline, :class:`Cancelled` when the request's ticket is cancelled or its
-        deadline passes (queued or running)."""
-        ticket = CURRENT_TICKET.get() or Ticket()
+        Raises :class:`Busy` when the request cannot be admitted (at its first call) or can no
+        longer finish in time while it waits, :class:`Cancelled` when the request's ticket is
+        cancelled or its deadline passes (queued or running)."""
+        ticket = CURRENT_TICKET.get()
+        own = ticket is None  # a direct caller: this call is the whole request
+        ticket = ticket or Ticket()
         ticket.check()
-        kind = _kind(call, args)
-        estimate = self._admit(ticket, kind)
-        timing = {"submitted": time.perf_counter()}
+        job = self._submit(ticket, _kind(call, args), call, args, kwargs)
+        ticket.on_cancel(job.future.cancel)  # a queued call is dropped; a running one stops itself
         try:
-            future = self._model_thread.submit(self._call, ticket, kind, estimate, timing, call,
-                                               args, kwargs)
-        except BaseException:
-            self._release(estimate)
-            raise
-        future.add_done_callback(lambda _: self._release(estimate))
-        ticket.on_cancel(future.cancel)  # a queued call is dropped; a running one stops itself
-        try:
-            result = future.result(timeout=ticket.remaining())
+            result = self._wait(job)
         except CancelledError:
             raise Cancelled(ticket.reason or "cancelled") from None
         except FutureTimeout:
@@ -177,52 +255,350 @@ class Engine:
             raise Cancelled(ticket.reason) from None
         finally:
             now = time.perf_counter()
-            started = timing.get("started", now)
-            ticket.queue_ms += (started - timing["submitted"]) * 1000
-            ticket.model_ms += (timing.get("ended", now) - started) * 1000
-        return result, (timing["ended"] - timing["started"]) * 1000
+            started = job.started or now
+            ticket.queue_ms += (started - job.submitted) * 1000
+            ticket.model_ms += ((job.ended or now) - started) * 1000
+            if own:
+                self._close(ticket, learn=True)
+        return result, (job.ended - job.started) * 1000
 
-    def _admit(self, ticket: Ticket, kind: tuple) -> float:
-        """Count the call in, or raise :class:`Busy`; the seconds it is expected to take."""
-        with self._lock:
-            # A kind never seen is assumed as slow as the slowest seen (1 s before any).
-            estimate = self._seconds.get(kind, max(self._seconds.values(), default=1.0))
-            wait = self.queued_s
+    def _wait(self, job: _Job):
+        """The call's result; a new request whose call has not started by the latest moment it
+        could still finish in time is refused then (a call ahead ran longer than measured)."""
+        ticket = job.claim.ticket
+        while True:
             remaining = ticket.remaining()
-            if self.pending >= self.max_queue or (remaining is not None
-                                                  and wait + estimate > remaining):
-                self.shed += 1
-                raise Busy(max(1, math.ceil(wait)))
-            self.pending += 1
-            self.queued_s += estimate
-            return estimate
+            with self._lock:
+                latest = self._latest_start(job)
+            timeout = remaining if latest is None else max(0.005, latest - time.monotonic())
+            if remaining is not None:
+                timeout = min(timeout, remaining)
+            try:
+                return job.future.result(timeout=timeout)
+            except FutureTimeout:
+                if ticket.cancelled:
+                    raise
+                with self._lock:
+                    latest = self._latest_start(job)
+                    if latest is not None and time.monotonic() >= latest:
+                        self._refuse(job.claim, time.monotonic())
 
-    def _release(self, estimate: float) -> None:
+    def _latest_start(self, job: _Job) -> float | None:
+        """When the first call of a new request must start for it to finish in time (None: it
+        has started, is done, or has no deadline)."""
+        claim = job.claim
+        if claim.started or job.future.done() or claim.ticket.deadline is None \
+                or self._claims.get(claim.ticket) is not claim:
+            return None
+        mean, dev = self._need(claim, time.monotonic())
+        return claim.deadline - claim.slack() - mean - 2 * dev
+
+    def warm_up(self) -> None:
+        """Run the model once per common decoding strategy before serving: the first calls pay
+        for allocations, and admission starts with measured traces instead of a prior."""
+        for strategy in ("greedy", "beam"):
+            decoding = DecodingOptions(strategy=strategy, max_len=128)
+            self.run(self.translator.trace, WARM_UP_TEXT, decoding, None)
+            with self._lock:  # the cold call measured the first-call cost, not the call
+                self._calls.pop(_kind(self.translator.trace, (WARM_UP_TEXT, decoding, None)))
+            self.run(self.translator.trace, WARM_UP_TEXT, decoding, None)
+
+    def _submit(self, ticket: Ticket, kind: tuple, call: Callable, args: tuple,
+                kwargs: dict) -> _Job:
+        """Queue the call, admitting its request first if this is its first call."""
+        with self._lock:
+            now = time.monotonic()
+            claim = self._claims.get(ticket)
+            if claim is None:
+                route = ticket.route or getattr(call, "__qualname__", type(call).__name__)
+                claim = _Claim(ticket, route, kind, next(self._order))
+                job = _Job(claim, kind, call, args, kwargs, submitted=time.perf_counter())
+                claim.jobs.append(job)
+                self._drop_expired(now)
+                self._shed_late(now)
+                victims = self._make_room(claim, now)
+                if victims is None:
+                    self.shed += 1
+                    raise Busy(self._retry_after(now))
+                for victim in victims:
+                    self._refuse(victim, now)
+                claim.admitted = now
+                self._claims[ticket] = claim
+                self._service.setdefault(route, min(self._service.values(), default=0.0))
+                ticket.on_cancel(lambda: self._close(ticket))
+            else:
+                job = _Job(claim, kind, call, args, kwargs, submitted=time.perf_counter())
+                claim.jobs.append(job)
+            self._queue.append(job)
+            self.pending += 1
+            job.future.add_done_callback(lambda _: self._done(job))
+            if claim.started:  # work its plan may not have counted: refuse who can no longer fit
+                self._shed_late(now)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="model", daemon=True)
+                self._thread.start()
+            self._wake.notify()
+            return job
+
+    def _done(self, job: _Job) -> None:
         with self._lock:
             self.pending -= 1
-            self.queued_s = max(0.0, self.queued_s - estimate)
+            if job in self._queue:  # cancelled while queued
+                self._queue.remove(job)
+                job.claim.jobs.remove(job)
 
-    def _call(self, ticket: Ticket, kind: tuple, estimate: float, timing: dict,
-              call: Callable[..., Result], args, kwargs) -> Result:
+    def _close(self, ticket: Ticket, learn: bool | None = None) -> None:
+        """The request is over: forget its claim, and learn what its route asked after its
+        first call when it ran to the end."""
+        with self._lock:
+            claim = self._claims.pop(ticket, None)
+            if claim is None:
+                return
+            if learn is None:
+                learn = ticket.reason == REQUEST_OVER
+            if learn and not claim.failed and claim.first_s is not None and claim.running is None:
+                follow = max(0.0, claim.spent - claim.first_s)
+                known = self._follow.get(claim.route)
+                if known is None:
+                    self._follow[claim.route] = Estimate(follow)
+                else:
+                    known.add(follow)
+            if not any(c.route == claim.route for c in self._claims.values()):
+                self._service.pop(claim.route, None)
+
+    def _drop_expired(self, now: float) -> None:
+        """Claims whose deadline passed with nothing queued or running (a ticket nobody closed)."""
+        for ticket, claim in list(self._claims.items()):
+            if claim.deadline < now and not claim.jobs and claim.running is None:
+                self._close(ticket, learn=False)
+
+    # -- the plan: estimates, order, who fits ----------------------------------------------------
+
+    def _estimate(self, kind: tuple) -> Estimate:
+        """What one call of ``kind`` is expected to take: measured; else guessed from the same
+        function's measured kinds whose arguments differ least from these (a greedy trace of
+        max_len 64 from one of max_len 128 rather than from a beam search): the nearest one at
+        least as long as is, or the longest shorter one scaled up to this text's size; else
+        :data:`PRIOR_S`."""
+        known = self._calls.get(kind)
+        if known is not None:
+            return known
+        same = [(k, e) for k, e in self._calls.items() if k[0] == kind[0]]
+        if not same:
+            prior = Estimate(PRIOR_S)
+            prior.dev = 0.0  # the prior is the bound
+            return prior
+        def differences(k: tuple) -> int:
+            if len(k) != len(kind):
+                return len(kind)
+            return sum(a != b for a, b in zip(k[:-1], kind[:-1], strict=True))
+
+        closest = min(differences(k) for k, _ in same)
+        pool = [(k, e) for k, e in same if differences(k) == closest]
+        size = kind[-1]
+        longer = [(k, e) for k, e in pool if k[-1] >= size]
+        if longer:
+            nearest = min(k[-1] for k, _ in longer)
+            return max((e for k, e in longer if k[-1] == nearest), key=lambda e: e.bound)
+        nearest = max(k[-1] for k, _ in pool)
+        e = max((e for k, e in pool if k[-1] == nearest), key=lambda e: e.bound)
+        scale = size / nearest if nearest else 1.0
+        guess = Estimate(e.mean * scale)
+        guess.dev = e.dev * scale
+        return guess
+
+    def _need(self, claim: _Claim, now: float) -> tuple[float, float]:
+        """The model seconds the claim still needs: expected (mean) and its deviation."""
+        first = self._estimate(claim.first_kind)
+        follow = self._follow.get(claim.route)
+        planned = first.mean + (follow.mean if follow else 0.0)
+        dev = math.hypot(first.dev, follow.dev if follow else 0.0)
+        used = claim.spent
+        left_now = sum(self._estimate(job.kind).mean for job in claim.jobs)
+        if claim.running is not None:
+            elapsed = now - claim.running.started_mono
+            used += elapsed
+            left_now += max(0.0, self._estimate(claim.running.kind).mean - elapsed)
+        return max(planned - used, left_now), dev
+
+    def _plan(self, now: float, extra: _Claim | None = None,
+              without: list[_Claim] = ()) -> list[tuple[_Claim, float]]:
+        """Every admitted request (and ``extra``, less ``without``) in the order the model thread
+        will serve them, with the time each should be done by: the expected seconds of all up to
+        it, plus two deviations of their sum (deviations add as squares: they do not all run
+        long at once). Requests that have begun go first, earliest deadline first; then new
+        requests, the route with the least model time first."""
+        claims = [c for c in self._claims.values() if c not in without]
+        claims += [extra] if extra is not None else []
+        begun = sorted((c for c in claims if c.started),
+                       key=lambda c: (c.running is None, c.deadline, c.order))
+        waiting: dict[str, list[_Claim]] = {}
+        for claim in sorted((c for c in claims if not c.started), key=lambda c: c.order):
+            waiting.setdefault(claim.route, []).append(claim)
+        base = min(self._service.values(), default=0.0)
+        service = {route: self._service.get(route, base) for route in waiting}
+        plan, total, variance = [], 0.0, 0.0
+
+        def add(claim: _Claim) -> float:
+            nonlocal total, variance
+            mean, dev = self._need(claim, now)
+            total += mean
+            variance += dev * dev
+            plan.append((claim, now + total + 2 * math.sqrt(variance)))
+            return mean
+
+        for claim in begun:
+            add(claim)
+        while waiting:
+            route = min(waiting, key=lambda r: (service[r], waiting[r][0].order))
+            claim = waiting[route].pop(0)
+            if not waiting[route]:
+                del waiting[route]
+            service[route] += add(claim)
+        return plan
+
+    def _misses(self, now: float, extra: _Claim | None = None,
+                without: list[_Claim] = ()) -> list[_Claim]:
+        """New requests the plan cannot finish before their deadline, less the slack."""
+        return [claim for claim, done in self._plan(now, extra, without)
+                if not claim.started and done > claim.deadline - claim.slack()]
+
+    def _make_room(self, claim: _Claim, now: float) -> list[_Claim] | None:
+        """The requests to take back so that ``claim`` fits (none if it fits as it is), or None
+        when it cannot fit without taking more than its route's share."""
+        if not self._claims:  # nothing ahead: only a call measured too slow for its time is refused
+            remaining = claim.deadline - now - claim.slack()
+            return [] if claim.first_kind not in self._calls or (
+                self._calls[claim.first_kind].mean <= remaining) else None
+        victims: list[_Claim] = []
+        while (len(self._claims) - len(victims) >= self.max_queue
+               or self._misses(now, claim, victims)):
+            victim = self._victim(claim, now, victims)
+            if victim is None:
+                return None
+            victims.append(victim)
+        return victims
+
+    def _victim(self, claim: _Claim, now: float, taken: list[_Claim]) -> _Claim | None:
+        """Fair shares in a burst: the newest request of the route with the largest share of
+        the model thread (its model time so far and what its admitted requests need), if it was
+        admitted a moment ago (within its slack) and has not begun, and if taking it back still
+        leaves that route at least the share ``claim``'s route would have."""
+        base = min(self._service.values(), default=0.0)
+        shares: dict[str, float] = {}
+        for c in self._claims.values():
+            if c not in taken:
+                shares[c.route] = (shares.get(c.route, self._service.get(c.route, base))
+                                   + self._need(c, now)[0])
+        mine = (shares.get(claim.route, self._service.get(claim.route, base))
+                + self._need(claim, now)[0])
+        candidates = [c for c in self._claims.values() if c not in taken and not c.started
+                      and c.route != claim.route and now - c.admitted <= c.slack()]
+        if not candidates:
+            return None
+        route = max({c.route for c in candidates}, key=shares.__getitem__)
+        victim = max((c for c in candidates if c.route == route), key=lambda c: c.order)
+        return victim if shares[route] - self._need(victim, now)[0] >= mine else None
+
+    def _shed_late(self, now: float) -> None:
+        """Refuse, now, each waiting request the latest estimates say cannot finish in time."""
+        while late := self._misses(now):
+            self._refuse(late[0], now)  # the first one late: refusing it helps the ones after it
+
+    def _refuse(self, claim: _Claim, now: float) -> None:
+        """Take a new request back: :class:`Busy` for its waiting call."""
+        del self._claims[claim.ticket]
+        if not any(c.route == claim.route for c in self._claims.values()):
+            self._service.pop(claim.route, None)
+        self.shed += 1
+        busy = Busy(self._retry_after(now))
+        for job in list(claim.jobs):
+            if not job.future.done():
+                job.future.set_exception(busy)  # its done-callback takes it off the queue
+
+    def _retry_after(self, now: float) -> int:
+        """Whole seconds until the work admitted now is expected to be done (at least 1)."""
+        return max(1, math.ceil(sum(self._need(c, now)[0]
+                                    for c in self._claims.values())))
+
+    def _next(self) -> _Job | None:
+        """The call to run next: a begun request's (earliest deadline), else the oldest new
+        request of the route with the least model time."""
+        queue = [job for job in self._queue if not job.future.done()]
+        begun = [job for job in queue if job.claim.started]
+        if begun:
+            return min(begun, key=lambda j: (j.claim.deadline, j.claim.order))
+        if not queue:
+            return None
+        base = min(self._service.values(), default=0.0)
+        return min(queue, key=lambda j: (self._service.get(j.claim.route, base), j.claim.order))
+
+    def _serve(self) -> None:
+        """The model thread: take the next call, run it, learn how long it took."""
+        while True:
+            with self._lock:
+                while (job := self._next()) is None:
+                    self._wake.wait()
+                self._queue.remove(job)
+                job.claim.jobs.remove(job)
+                if not job.future.set_running_or_notify_cancel():
+                    continue
+                job.claim.running, job.claim.started = job, True
+                job.started_mono = time.monotonic()
+            try:
+                self._execute(job)
+            except Exception:  # the bookkeeping failed: log it, keep the model thread serving
+                log.exception("model thread: %s", job.kind)
+
+    def _execute(self, job: _Job) -> None:
         """On the model thread: skip a call whose request is gone, else run it with its ticket."""
-        timing["started"] = time.perf_counter()
+        ticket = job.claim.ticket
+        job.started = time.perf_counter()
+        result, error = None, None
         try:
             ticket.check()
             remaining = ticket.remaining()
-            if remaining is not None and remaining < estimate / 2:
+            with self._lock:
+                expected = self._estimate(job.kind).mean
+            if remaining is not None and remaining < expected:
                 # it would be stopped at the deadline anyway: leave the time to calls that finish
                 raise Cancelled(ticket.too_long())
             _running.job = (self, ticket)
-            result = call(*args, **kwargs)
+            result = job.call(*job.args, **job.kwargs)
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting request
+            error = exc
         finally:
             _running.job = None
-            timing["ended"] = time.perf_counter()
-        with self._lock:  # only calls that ran to the end teach the admission how long one takes
-            seconds = timing["ended"] - timing["started"]
-            known = self._seconds.get(kind)
-            self._seconds[kind] = seconds if known is None else 0.7 * known + 0.3 * seconds
-        return result
+            job.ended = time.perf_counter()
+        seconds = job.ended - job.started
+        try:
+            self._learn(job, seconds, error is None)
+        finally:  # whatever the bookkeeping does, the waiting request gets its answer
+            if error is None:
+                job.future.set_result(result)
+            else:
+                job.future.set_exception(error)
 
+    def _learn(self, job: _Job, seconds: float, finished: bool) -> None:
+        """After a call: count its time to its request and route, learn how long its kind
+        takes (only from calls that ran to the end), refuse who can no longer fit."""
+        claim = job.claim
+        with self._lock:
+            claim.running = None
+            claim.spent += seconds
+            if claim.first_s is None:
+                claim.first_s = seconds
+            if claim.route in self._service:
+                self._service[claim.route] += seconds
+            if finished:
+                known = self._calls.get(job.kind)
+                if known is None:
+                    self._calls[job.kind] = Estimate(seconds)
+                else:
+                    known.add(seconds)
+            else:
+                claim.failed = True
+            self._shed_late(time.monotonic())
     # -- the trace cache -------------------------------------------------------------------------
 
     def trace(self, request: TranslateRequest) -> tuple[Trace, float]:
@@ -310,15 +686,24 @@ class Engine:
 
 
 def _kind(call: Callable, args: tuple) -> tuple:
-    """What a call costs depends on: the function, its integer arguments (KV-cache steps) and the
-    decoding options (strategy, beam size, max_len)."""
+    """What a call costs depends on: the function, its integer arguments (KV-cache steps, steps
+    of integrated gradients), the decoding options (strategy, beam size, max_len) and, last, how
+    long its text is (characters, or a trace's source and target tokens; rounded up to a power of
+    two)."""
     kind: list = [getattr(call, "__qualname__", type(call).__name__)]
+    size = 0
     for arg in args:
+        if isinstance(arg, bool):
+            continue
         if isinstance(arg, int):
             kind.append(arg)
         elif isinstance(arg, DecodingOptions):
             kind += [arg.strategy, arg.beam_size if arg.strategy == "beam" else 1, arg.max_len]
-    return tuple(kind)
+        elif isinstance(arg, str):
+            size += len(arg)
+        elif isinstance(arg, Trace):
+            size += len(arg.source_tokens) + len(arg.steps)
+    return (*kind, 1 << max(0, size - 1).bit_length() if size else 0)
 
 
 def options(request: TranslateRequest) -> DecodingOptions:

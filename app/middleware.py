@@ -43,7 +43,7 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.engine import CURRENT_TICKET, Busy, Cancelled, Ticket
+from app.engine import CURRENT_TICKET, REQUEST_OVER, Busy, Cancelled, Ticket
 from app.settings import Settings
 from model.translator import InputError
 
@@ -339,7 +339,7 @@ class RequestTimeout:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        ticket = Ticket(self.seconds)
+        ticket = Ticket(self.seconds, route=scope.get("path"))
         started, abandoned = asyncio.Event(), False
         inbox: asyncio.Queue = asyncio.Queue()
 
@@ -383,7 +383,7 @@ class RequestTimeout:
         finally:
             waiter.cancel()
             listener.cancel()
-            ticket.cancel("the request is over")  # whatever still runs for it stops
+            ticket.cancel(REQUEST_OVER)  # whatever still runs for it stops
 
 
 def _with_queue_timing(headers, queue_ms: float) -> list:

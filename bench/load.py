@@ -4,6 +4,7 @@
                          [--url http://127.0.0.1:8000 | --checkpoint DIR --workers N]
     python -m bench.load --scenario burst [--burst 32]
     python -m bench.load --scenario classroom [--students 60] [--seconds 120]
+    python -m bench.load --scenario mixed [--burst 64] [--concurrency 32] [--bursts 3]
 
 Without --url it starts ``python -m app`` on a free loopback port. Sentences are distinct (every
 request runs the model) unless --repeat sends one sentence over and over (served from the cache).
@@ -16,6 +17,15 @@ and thinks 2–6 s, with a burst of heavy requests every 30 s. Both print, per e
 shed (503) counts and p50/p95/p99 of served requests, /healthz p99 meanwhile, the server's
 CPU-seconds in the 3 s after the last answer (≈ 0 when nothing runs for requests already
 answered) and its peak RSS.
+
+``--scenario mixed`` is the burst of issue 30: ``--bursts`` times, ``--burst`` heavy requests of
+four kinds in turn (a beam-8 trace of ~200 characters, a 128-step KV-cache race, the interpret
+figures of a long sentence with ``ig_steps`` 256, the x-ray of a long sentence) sent by
+``--concurrency`` clients released together, each sending its next request when one is answered.
+Per kind: served, shed at once, stopped at the deadline; the slowest answer of any status; and
+each shed answer's Retry-After against the real wait: the seconds from that answer until the
+last served request of its burst was answered (when the work queued ahead of it was done),
+counted as at least 1 s (Retry-After is whole seconds, at least 1).
 """
 
 from __future__ import annotations
@@ -357,18 +367,127 @@ def classroom_scenario(server: LiveServer, students: int, seconds: float, seed: 
             "cpu_after_s": round(after, 2), "peak_rss_mb": round(probe.peak_rss_mb)}
 
 
+def mixed_requests(count: int, offset: int) -> list[tuple[str, str, str, dict | None]]:
+    """``count`` heavy requests, the four kinds in turn, every sentence distinct."""
+    texts = heavy_texts(count, offset)
+    kinds = [
+        ("beam trace", lambda text, i: ("POST", "/api/trace", {
+            "text": text, "strategy": "beam", "beam_size": 8, "max_len": 128})),
+        ("kv-cache race", lambda text, i: ("GET", "/api/kv-cache?" + urlencode(
+            {"text": sentences(20, 1, offset + 50_000 + i)[0], "steps": 128}), None)),
+        ("interpret", lambda text, i: ("POST", "/api/figures/interpret", {
+            "text": text, "ig_steps": 256})),
+        ("x-ray", lambda text, i: ("POST", "/api/xray", {"text": text})),
+    ]
+    out = []
+    for i in range(count):
+        name, make = kinds[i % len(kinds)]
+        out.append((name, *make(texts[i], i)))
+    return out
+
+
+def mixed_scenario(server: LiveServer, size: int, concurrency: int, bursts: int) -> dict:
+    """The four heavy kinds at once, ``bursts`` times (see the module docstring)."""
+    answers: list[dict] = []  # one per request: kind, burst, sent, answered, outcome, retry_after
+    for burst in range(bursts):
+        requests = mixed_requests(size, 20_000 + burst * size)
+        lock = threading.Lock()
+        pending = iter(requests)
+        gate = threading.Barrier(concurrency)
+
+        def client(burst=burst, pending=pending, lock=lock, gate=gate) -> None:
+            with httpx.Client(base_url=server.url, timeout=120) as http:
+                gate.wait()
+                while True:
+                    with lock:
+                        item = next(pending, None)
+                    if item is None:
+                        return
+                    name, method, path, body = item
+                    sent = time.perf_counter()
+                    retry_after = None
+                    try:
+                        response = http.request(method, path, json=body)
+                        outcome: int | str = response.status_code
+                        if outcome == 503:
+                            retry_after = int(response.headers.get("retry-after", "0"))
+                            outcome = "shed" if "busy" in response.text else "deadline"
+                    except httpx.HTTPError as error:
+                        outcome = type(error).__name__
+                    with lock:
+                        answers.append({"kind": name, "burst": burst, "sent": sent,
+                                        "answered": time.perf_counter(), "outcome": outcome,
+                                        "retry_after": retry_after})
+
+        threads = [threading.Thread(target=client) for _ in range(concurrency)]
+        started = time.perf_counter()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        mine = [a for a in answers if a["burst"] == burst]
+        print(f"burst {burst + 1}: {size} requests from {concurrency} clients, last answer after "
+              f"{max(a['answered'] for a in mine) - started:.1f} s")
+        time.sleep(2)  # let every worker's queue drain before the next burst
+    return mixed_report(answers)
+
+
+def mixed_report(answers: list[dict]) -> dict:
+    """Per kind served / shed / stopped at the deadline, and Retry-After against the real wait."""
+    report: dict = {"kinds": {}}
+    last_served = {}
+    for a in answers:
+        if a["outcome"] == 200:
+            last_served[a["burst"]] = max(last_served.get(a["burst"], 0.0), a["answered"])
+    for kind in dict.fromkeys(a["kind"] for a in answers):
+        mine = [a for a in answers if a["kind"] == kind]
+        served = sorted((a["answered"] - a["sent"]) * 1000 for a in mine if a["outcome"] == 200)
+        every = sorted((a["answered"] - a["sent"]) * 1000 for a in mine)
+        counts = Counter(a["outcome"] for a in mine)
+        row = {"sent": len(mine), "served": counts.get(200, 0), "shed": counts.get("shed", 0),
+               "deadline": counts.get("deadline", 0),
+               "other": {str(k): v for k, v in counts.items() if k not in (200, "shed", "deadline")},
+               "served_p50_ms": _pick(served, 0.5), "served_p99_ms": _pick(served, 0.99),
+               "any_p99_ms": _pick(every, 0.99), "any_max_ms": _pick(every, 1.0)}
+        report["kinds"][kind] = row
+        print(f"  {kind:<14} served {row['served']:>3}/{row['sent']} · shed at once {row['shed']:>3}"
+              f" · 503 at the deadline {row['deadline']:>2} · other {row['other']} · served p50 "
+              f"{row['served_p50_ms']} ms p99 {row['served_p99_ms']} · any answer p99 "
+              f"{row['any_p99_ms']} max {row['any_max_ms']} ms")
+    ratios = []
+    for a in answers:
+        if a["outcome"] == "shed" and a["burst"] in last_served:
+            real = max(1.0, last_served[a["burst"]] - a["answered"])
+            ratios.append(a["retry_after"] / real)
+    if ratios:
+        ratios.sort()
+        within = sum(0.5 <= r <= 2 for r in ratios) / len(ratios)
+        report["retry_after"] = {"n": len(ratios), "p10": _pick(ratios, 0.1),
+                                 "p50": _pick(ratios, 0.5), "p90": _pick(ratios, 0.9),
+                                 "min": round(ratios[0], 2), "max": round(ratios[-1], 2),
+                                 "within_2x": round(within, 3)}
+        r = report["retry_after"]
+        print(f"  Retry-After / real wait over {r['n']} shed answers: p10 {r['p10']} · p50 "
+              f"{r['p50']} · p90 {r['p90']} · min {r['min']} · max {r['max']} · within 2× "
+              f"{within:.0%}")
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=500)
-    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--concurrency", type=int, help="clients at once (default 16; mixed: 32)")
     parser.add_argument("--words", type=int, default=10, choices=[5, 10, 20, 40])
     parser.add_argument("--repeat", action="store_true", help="one sentence (cached after the first)")
     parser.add_argument("--url", help="an already running server; otherwise one is started")
     parser.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT)
     parser.add_argument("--workers", type=int,
                         help="worker processes (default: the server's, one per core)")
-    parser.add_argument("--scenario", choices=["trace", "burst", "classroom"], default="trace")
-    parser.add_argument("--burst", type=int, default=32, help="requests at once (burst)")
+    parser.add_argument("--scenario", choices=["trace", "burst", "classroom", "mixed"],
+                        default="trace")
+    parser.add_argument("--burst", type=int, help="requests at once (burst: 32) or per burst "
+                        "(mixed: 64)")
+    parser.add_argument("--bursts", type=int, default=3, help="how many bursts (mixed)")
     parser.add_argument("--students", type=int, default=60, help="students (classroom)")
     parser.add_argument("--seconds", type=float, default=120, help="how long (classroom)")
     args = parser.parse_args(argv)
@@ -379,11 +498,15 @@ def main(argv: list[str] | None = None) -> int:
         with LiveServer(args.checkpoint, workers=args.workers,
                         env={"ITT_ACCESS_LOG": "false"}) as server:
             if args.scenario == "burst":
-                summary = burst_scenario(server, args.burst)
+                summary = burst_scenario(server, args.burst or 32)
+            elif args.scenario == "mixed":
+                summary = mixed_scenario(server, args.burst or 64, args.concurrency or 32,
+                                         args.bursts)
             else:
                 summary = classroom_scenario(server, args.students, args.seconds)
         print(json.dumps({"scenario": args.scenario, **summary}))
         return 0
+    args.concurrency = args.concurrency or 16
     requests = trace_requests(args.requests, args.words, args.repeat, offset=2000)
 
     def run(url: str) -> LoadResult:
