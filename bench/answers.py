@@ -53,6 +53,26 @@ def _clean(value):
     return value
 
 
+def differences(before, after, path: str = "") -> set[str]:
+    """Where two answers differ, as key paths with list indices folded (``/steps/N/prob``)."""
+    if type(before) is not type(after):
+        return {f"{path} (type)"}
+    if isinstance(before, dict):
+        found = set()
+        for key in before.keys() | after.keys():
+            if key not in before or key not in after:
+                found.add(f"{path}/{key} ({'added' if key not in before else 'removed'})")
+            else:
+                found |= differences(before[key], after[key], f"{path}/{key}")
+        return found
+    if isinstance(before, list):
+        if len(before) != len(after):
+            return {f"{path} (length)"}
+        return set().union(*(differences(a, b, f"{path}/N") for a, b in zip(before, after,
+                                                                             strict=True)))
+    return set() if before == after else {path}
+
+
 def requests() -> list[tuple[str, str, dict]]:
     """(name, path, body) of every answer to compare."""
     calls = []
@@ -100,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(request_timeout_s=120, cache_size=256, cache_mb=4096,
                         **({"checkpoint": args.checkpoint} if args.checkpoint else {}))
     args.out.mkdir(parents=True, exist_ok=True)
-    written, differ, statuses = 0, [], {}
+    written, differ, statuses, where = 0, [], {}, {}
     with TestClient(create_app(settings)) as client:
         for name, path, body in requests():
             if path.startswith("GET "):
@@ -117,11 +137,16 @@ def main(argv: list[str] | None = None) -> int:
                 earlier = json.loads(before.read_text(encoding="utf-8")) if before.exists() else None
                 if earlier is None or {**earlier, "body": _clean(earlier["body"])} != data:
                     differ.append(name)
+                    kind = name.split("-", 2)[2]  # s00-o1-fig-decode → fig-decode
+                    for place in differences(_clean(earlier["body"]) if earlier else None,
+                                             data["body"]):
+                        where[(kind.split("-block-")[0], place)] = where.get(
+                            (kind.split("-block-")[0], place), 0) + 1
     print(f"{written} answers written to {args.out}; statuses {statuses}")
     if args.compare is not None:
-        print(f"{len(differ)} differ from {args.compare}")
-        for name in differ[:50]:
-            print("  differs:", name)
+        print(f"{len(differ)} differ from {args.compare}; where (answers, kind, key path):")
+        for (kind, place), count in sorted(where.items()):
+            print(f"  {count:5d}  {kind:16} {place}")
         return 1 if differ else 0
     return 0
 
