@@ -49,7 +49,7 @@ from schemathesis.config import SchemathesisConfig
 from app.main import create_app
 from app.pages.coreference import ONE_WORD
 from app.pages.scale import ScaleQuery
-from app.pages.xray import DECODER_ONLY
+from model.explain.xray import DECODER_ONLY
 from app.schemas import MAX_TEXT_CHARS, TraceRequest
 from app.settings import Settings
 from model.translator import InputError
