@@ -49,9 +49,9 @@ from schemathesis.config import SchemathesisConfig
 from app.main import create_app
 from app.pages.coreference import ONE_WORD
 from app.pages.scale import ScaleQuery
-from model.explain.xray import DECODER_ONLY
 from app.schemas import MAX_TEXT_CHARS, TraceRequest
 from app.settings import Settings
+from model.explain.xray import DECODER_ONLY
 from model.translator import InputError
 
 CONFIG = SchemathesisConfig.from_dict({})  # every check on, with its default statuses
