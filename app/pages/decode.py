@@ -391,8 +391,8 @@ def beam_tree(trace: Trace, step_label: str = "step", words: dict[str, str] | No
 def decode_steps(trace: Trace, layer: int, words: dict[str, str] | None = None,
                  ffn_layer: dict | None = None) -> list[dict]:
     """For every time step, the seven things inside decoder ``layer`` and the output head.
-    ``ffn_layer`` is that layer's part of ``model.explain.record.ffn_units_of()``; without it the FFN box shows the
-    five most active units the trace keeps and no output vector."""
+    ``ffn_layer`` is that layer's part of ``model.explain.record.ffn_units_of()``; without it the
+    FFN box shows the five most active units the trace keeps and no output vector."""
     words = {**WORDS, **(words or {})}
     block = trace.decoder[layer]
     ffn = block["ffn"]
