@@ -187,3 +187,25 @@ def test_the_api_documents_the_limits(app_client):
     assert request["mode"]["enum"] == ["zero", "mean"]
     described = schema["paths"]["/api/ablation"]["post"]["responses"]["422"]["description"]
     assert "at most 32 parts" in described
+
+
+def test_the_routes_answer_on_a_marian_model(tiny_marian):
+    """A Hugging Face Marian model loaded with --model: the page and every route, its own sizes."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    app = create_app(Settings(model=str(tiny_marian), cache_size=4, access_log=False))
+    with TestClient(app) as client:
+        config = client.app.state.translator.config  # 2 + 2 layers, 2 heads
+        html = client.get("/ablation").text
+        assert len(re.findall(r'data-part="[a-z]+\.\d\.\d"', html)) == heads(config)
+        answer = client.post("/api/ablation", json={**TEXT, "off": ["cross.2.2", "pos.enc"]})
+        assert answer.status_code == 200 and answer.json()["parts"] == ["pos.enc", "cross.2.2"]
+        grid = client.post("/api/ablation/importance", json=TEXT).json()
+        assert len(grid["heads"]) == heads(config)
+        order = client.post("/api/ablation/word-order", json=TEXT).json()
+        assert order["without_positions"]["max_difference"] < 1e-4
+        wrong = client.post("/api/ablation", json={**TEXT, "off": ["enc.1.3"]})
+        assert wrong.status_code == 422 and "heads 1 to 2" in wrong.json()["message"]
