@@ -203,8 +203,8 @@
         n, right: forcedRight, pos: split, label: data.labels[split], free: free[split] || "∅",
       });
     document.getElementById("reference-source").textContent = ITT.t(
-      data.reference === data.greedy_translation ? "training.ref_own"
-        : data.reference === referenceInput.dataset.human ? "training.ref_human" : "training.ref_yours");
+      data.reference === referenceInput.dataset.human ? "training.ref_human"
+        : data.reference === data.greedy_translation ? "training.ref_own" : "training.ref_yours");
     // mark where teacher-forced and free-running predictions agree with the label
     const rows = document.querySelectorAll("#teacher-table tbody tr");
     [1, 2].forEach((r) => {
