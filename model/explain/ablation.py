@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -313,13 +313,16 @@ def shuffled_order(tokens: list[str], ids: list[int], seed: int) -> tuple[list[i
 def word_order(translator: Translator, trace: Trace, seed: int = 1) -> dict:
     """The encoder's output for the sentence and for its words shuffled, with the positional
     encoding and without it (encoder side): how far each shuffled position's vector is from the
-    original's vector of the same token; and the four translations."""
+    original's vector of the same token; and the four translations. A shuffled sentence often
+    makes the model repeat itself to the length limit, so these translations stop at twice the
+    original's length (+ 8)."""
     model = translator.model
     tokens, ids = trace.source_tokens, trace.source_ids
     order, source = shuffled_order(tokens, ids, seed)
     shuffled_ids = [ids[p] for p in source]
     src, shuffled = torch.tensor([ids]), torch.tensor([shuffled_ids])
     options = _options(trace)
+    options = replace(options, max_len=min(options.max_len, 2 * len(trace.steps) + 8))
     no_positions = Ablation(positions=frozenset({"encoder"}))
     spans = word_spans(tokens, ids)
     settings = {}
@@ -342,6 +345,7 @@ def word_order(translator: Translator, trace: Trace, seed: int = 1) -> dict:
         }
     return {
         "seed": seed,
+        "max_len": options.max_len,
         "tokens": tokens,
         "shuffled_tokens": [tokens[p] for p in source],
         "source": source,  # shuffled position → the original position of its token
