@@ -51,9 +51,11 @@ class KVCacheQuery(TextQuery):
 
 
 def steps_value(raw: str | None) -> str:
-    """The page's steps field: ASCII digits within the limits, else the default (never a 500:
-    "²" or "١٢" pass str.isdigit() but are not numbers a form or the API accepts)."""
-    if raw and raw.isascii() and raw.isdigit() and 1 <= int(raw) <= MAX_KV_STEPS:
+    """The page's steps field: at most three ASCII digits within the limits, else the default
+    (never a 500: "²" or "١٢" pass str.isdigit() but are not numbers a form or the API accepts,
+    and int() refuses more than 4,300 digits, so the length is checked before converting)."""
+    if raw and len(raw) <= len(str(MAX_KV_STEPS)) and raw.isascii() and raw.isdigit() \
+            and 1 <= int(raw) <= MAX_KV_STEPS:
         return str(int(raw))
     return "32"
 
