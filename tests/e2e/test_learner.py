@@ -4,6 +4,7 @@ the explanations the articles give are on the pages, in English and in Chinese."
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 import pytest
@@ -110,7 +111,24 @@ def test_sampling_is_explained_and_unused_fields_are_off(page, server, lang, wor
     # the chart shows the distribution actually sampled from, in the reader's language
     legend = page.locator("#fig-softmax .legendtext").all_text_contents()
     assert len(legend) == 2 and (("实际" in legend[1]) if lang == "zh" else ("sampled" in legend[1]))
-    assert page.locator("#sample-note").is_visible() or page.locator("#chosen").text_content()
+    # the sampled step says how likely the drawn character was, under the model and in the
+    # distribution it was drawn from: the same numbers the chosen line and the chart show
+    note = page.locator("#sample-note")
+    assert note.is_visible()
+    chosen = page.locator("#chosen").text_content()
+    token, p = re.search(r"Chosen: (.+) \(p = ([0-9.]+)\)" if lang == "en"
+                         else r"选中：(.+)（p = ([0-9.]+)）", chosen).groups()
+    text = note.text_content()
+    assert f"p = {p}" in text
+    q = page.evaluate("""(token) => {
+        const [model, drawn] = document.getElementById("fig-softmax").data;
+        const i = model.customdata.indexOf(token);
+        return i < 0 || !drawn ? null : Number(drawn.x[i]).toFixed(4);
+    }""", token)
+    if q is None:
+        assert ("not among the candidates" in text) if lang == "en" else ("不在列出的候选之中" in text)
+    else:
+        assert f"p = {q}" in text.split(p, 1)[1], (text, q)  # the second number: the drawn-from one
     shot(page, f"learner-decode-sampling-{lang}")
 
 

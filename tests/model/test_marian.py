@@ -133,6 +133,94 @@ def test_greedy_tokens_equal_hf_generate(marian, hf, text):
         assert produced == theirs[: len(produced)]
 
 
+@pytest.fixture(scope="module")
+def eos_marian(tiny_marian, tmp_path_factory):
+    """The tiny Marian model with <eos> made likelier (its final_logits_bias raised), so that beam
+    hypotheses end before the length limit as well as at it: ours and Hugging Face's, one folder."""
+    import shutil
+
+    from model.adapters.marian import MarianTranslator
+
+    folder = tmp_path_factory.mktemp("marian-eos") / "opus-mt-en-zh-tiny"
+    shutil.copytree(tiny_marian, folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = transformers.MarianMTModel.from_pretrained(tiny_marian, attn_implementation="eager")
+        with torch.no_grad():
+            model.final_logits_bias[0, model.config.eos_token_id] += 3.0
+        model.save_pretrained(folder)
+    model.generation_config.forced_eos_token_id = None  # generate() must not force </s> at the end
+    return MarianTranslator.load(folder), model.eval()
+
+
+def _hf_log_probs(model, src: list[int], decoder: list[int]) -> torch.Tensor:
+    """Marian's next-token log-probabilities at every position, with <pad> never written (it is
+    our <bos>; generate() bans it too, through bad_words_ids)."""
+    logits = _hf_forward(model, src, decoder).logits[0]
+    logits[:, model.config.pad_token_id] = -math.inf
+    return torch.log_softmax(logits, dim=-1)
+
+
+def test_beam_search_equals_hf_generate(eos_marian):
+    """Beam search on a Marian model gives Hugging Face's beam search result (num_beams = beam size,
+    no length penalty: ours is GNMT's ((5 + L) / 6)^α, theirs L^α, equal only at α = 0), for
+    hypotheses that end with </s> and ones stopped by the length limit; the score is the sum of
+    the path's log-probabilities under Marian's own distribution."""
+    marian, model = eos_marian
+    ended = 0
+    for text in SENTENCES:
+        src = to_marian(marian.english, marian.english.encode(text))
+        for beam_size in (2, 3, 4):
+            ours = marian.trace(text, DecodingOptions(strategy="beam", beam_size=beam_size,
+                                                      length_penalty=0.0, max_len=16))
+            with torch.no_grad():
+                theirs = model.generate(torch.tensor([src]), num_beams=beam_size, length_penalty=0.0,
+                                        early_stopping=True, do_sample=False, max_new_tokens=16)
+            theirs = [t for t in theirs[0, 1:].tolist() if t != model.config.pad_token_id]
+            produced = to_marian(marian.chinese, ours.target_ids) + (
+                [model.config.eos_token_id] if ours.finished else [])
+            assert produced == theirs, (text, beam_size)
+            ended += ours.finished
+            # the winner's score: the sum of its log-probabilities under Marian's distribution
+            decoder = [model.config.decoder_start_token_id] + produced[:-1]
+            log_probs = _hf_log_probs(model, src, decoder)
+            total = float(log_probs[torch.arange(len(produced)), torch.tensor(produced)].sum())
+            last = max((node for node in ours.beam if node.selected), key=lambda node: node.step)
+            assert last.score == pytest.approx(total, abs=1e-3), (text, beam_size)
+    assert 0 < ended < 3 * len(SENTENCES)  # both kinds of ending were compared
+
+
+@pytest.mark.parametrize(("temperature", "top_k", "top_p"),
+                         [(0.8, 5, 0.9), (1.3, None, 0.7), (0.5, 3, None), (1.0, None, None)])
+def test_sampling_draws_from_hf_logits_warpers_distribution(marian, hf, temperature, top_k, top_p):
+    """At every sampled step, the distribution the character was drawn from is the one Hugging
+    Face's generate(do_sample=True) draws from: Temperature, then TopK, then TopP warpers on Marian's
+    logits (the two random-number generators differ, so the draws themselves are not compared; the
+    drawn character must lie in Hugging Face's support)."""
+    generation = transformers.generation
+
+    model, _ = hf
+    warpers = generation.LogitsProcessorList([generation.TemperatureLogitsWarper(temperature)]
+                                  + ([generation.TopKLogitsWarper(top_k)] if top_k else [])
+                                  + ([generation.TopPLogitsWarper(top_p)] if top_p else []))
+    for seed, text in enumerate(SENTENCES[:3]):
+        trace = marian.trace(text, DecodingOptions(strategy="sample", temperature=temperature,
+                                                   top_k=top_k, top_p=top_p, seed=seed, max_len=8))
+        src = to_marian(marian.english, trace.source_ids)
+        prefix = [model.config.decoder_start_token_id]
+        for step in trace.steps:
+            logits = _hf_forward(model, src, prefix).logits[0, -1:]
+            logits[:, model.config.pad_token_id] = -math.inf
+            probs = torch.softmax(warpers(torch.tensor([prefix]), logits), dim=-1)[0]
+            for candidate in step.top:
+                theirs = float(probs[marian.chinese.marian_id(candidate.id)])
+                assert candidate.sample_prob == pytest.approx(theirs, abs=1e-3), (text, step.position)
+            assert probs[marian.chinese.marian_id(step.id)] > 0
+            if len(step.top) > int((probs > 0).sum()):  # every survivor is listed: same support
+                assert sum(c.sample_prob > 0 for c in step.top) == int((probs > 0).sum())
+            prefix.append(marian.chinese.marian_id(step.id))
+
+
 @pytest.mark.parametrize("strategy", ["greedy", "beam", "sample"])
 def test_cached_and_uncached_decoding_agree(marian, strategy):
     for text in SENTENCES[:3]:

@@ -34,8 +34,10 @@ def test_shipped_trace_of_the_cat_sentence(shipped_translator):
 
 
 def test_shipped_model_quality_is_recorded(shipped_translator):
+    """eval.json and history.json are shipped; how good the weights are is measured, not read
+    from here (tests/model/test_shipped_quality.py)."""
     evaluation = shipped_translator.evaluation
-    assert evaluation["test"]["bleu"] >= 28
+    assert {"bleu", "chrf", "decoding"} <= set(evaluation["test"])
     assert shipped_translator.history["epochs"], "training history is shipped"
 
 
