@@ -193,12 +193,18 @@ def retranslate(translator: Translator, trace: Trace, parts: list[Part], mode: s
                    if a != b), None)
     if parted is None and len(original_labels) != len(new_labels):
         parted = min(len(original_labels), len(new_labels))
+
+    def shown(labels: list[int]) -> list[str]:  # each token as the translation writes it (，not ,)
+        return [translator.chinese.decode([i]) or token
+                for i, token in zip(labels, translator.target_tokens(labels), strict=True)]
+
     return {
         "parts": [part.name for part in parts],
         "mode": mode,
         "original": {
             "translation": trace.translation,
             "tokens": [step.token for step in trace.steps],  # ends with <eos> when it finished
+            "shown": shown(original_labels),
             "prob_with": [step.prob for step in trace.steps],
             "prob_without": _round((math.exp(v) for v in without), 6),
             "log_prob_with": round(sum(step.log_prob for step in trace.steps), 4),
@@ -207,6 +213,7 @@ def retranslate(translator: Translator, trace: Trace, parts: list[Part], mode: s
         "ablated": {
             "translation": translator.chinese.decode(result.tokens),
             "tokens": translator.target_tokens(new_labels),
+            "shown": shown(new_labels),
             "prob": _round((math.exp(v) for v in new), 6),
             "log_prob": round(sum(new), 4),
             "finished": result.finished,

@@ -170,12 +170,12 @@
   }
 
   function drawAblation(answer) {
-    const original = answer.original.tokens;
-    const ablated = answer.ablated.tokens;
+    const original = answer.original.shown; // each token as the translation writes it (，not ,)
+    const ablated = answer.ablated.shown;
     const parted = answer.parted_at;
-    const visible = (tokens) => tokens.filter((token) => token !== "<eos>" && token !== "</s>");
-    characters(document.getElementById("original-translation"), visible(original), parted, "parted-from");
-    characters(document.getElementById("ablated-translation"), visible(ablated), parted, "parted-to");
+    const written = (part) => part.shown.filter((_, i) => !["<eos>", "</s>"].includes(part.tokens[i]));
+    characters(document.getElementById("original-translation"), written(answer.original), parted, "parted-from");
+    characters(document.getElementById("ablated-translation"), written(answer.ablated), parted, "parted-to");
     document.getElementById("verdict").textContent = answer.same
       ? ITT.t("ablation.same")
       : ITT.t("ablation.parted", {

@@ -209,6 +209,14 @@ def test_retranslation_is_the_ablated_models_own_decoding(translator, trace):
     without = sequence_log_prob(model, trace, ab.ablation([part])).exp().tolist()
     assert result["original"]["prob_without"] == pytest.approx(without, abs=1e-5)
     assert result["same"] == (expected.tokens == trace.target_ids)
+    # the characters as the translation writes them: joined, they are the translation
+    for part in ("original", "ablated"):
+        shown = result[part]["shown"]
+        assert len(shown) == len(result[part]["tokens"])
+        written = [s for s, t in zip(shown, result[part]["tokens"], strict=True)
+                   if t not in ("<eos>", "</s>", "<unk>")]
+        if "<unk>" not in result[part]["tokens"] and translator.about["kind"] != "marian":
+            assert "".join(written) == result[part]["translation"]
 
 
 @pytest.mark.parametrize("strategy", ["greedy", "beam"])
