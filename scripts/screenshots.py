@@ -25,6 +25,7 @@ PAGES = {
     "tokens": "/tokens",
     "embeddings": "/embeddings",
     "attention": "/attention",
+    "ablation": "/ablation?text=The+woman+said+that+she+was+tired.&off=cross.3.3,enc.2.2,cross.2.2",
     "decode": "/decode?strategy=beam&beam_size=4",
     "interpret": "/decode?why=1&step=0",
     "kv-cache": "/kv-cache",
