@@ -42,7 +42,7 @@ FACTS = {
     # 7. mixed precision does not halve weights + optimiser state; activations shrink
     ("scale", "scale.imp.mixed_precision", "en"): (["— about half the memory"],
                                                    ["does not halve", "master copy", "activations"]),
-    ("scale", "scale.imp.mixed_precision", "zh"): (["显存大约减半"], ["并不能", "主副本", "激活值"]),
+    ("scale", "scale.imp.mixed_precision", "zh"): (["显存大约减半"], ["并不减半", "主副本", "激活值"]),
     # 8. the learned relative-position bias is T5's; DeBERTa: disentangled attention
     ("scale", "scale.imp.relative", "en"): (["(T5, DeBERTa): learn a bias"],
                                             ["T5 learns a bias", "DeBERTa", "disentangled"]),
