@@ -243,6 +243,10 @@ def model_schema(schema: dict, translator: Translator) -> dict:
             if name == "chinese_token":
                 node.clear()
                 node["$ref"] = "#/components/schemas/ChineseToken"
+            elif name == "ablation_part":  # a part name with this model's layers and heads
+                from model.explain.ablation import part_pattern
+
+                node["pattern"] = part_pattern(translator.config)
             elif name is not None:
                 node["maximum"] = maxima[name]
             for value in node.values():

@@ -22,7 +22,14 @@ from app.api import summary, timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
 from app.plots import BLUE, ORANGE, base_layout, category_axis, unique_labels
-from app.schemas import FORCED_RULE, TOKENS_RULE, TraceRequest, TranslateRequest, errors
+from app.schemas import (
+    FORCED_RULE,
+    TOKENS_RULE,
+    TraceRequest,
+    TranslateRequest,
+    errors,
+    model_limit,
+)
 from model.explain import ablation as ablate
 from model.translator import InputError
 
@@ -30,8 +37,10 @@ router = APIRouter()
 PageText = page_text("ablation")
 
 Mode = Literal["zero", "mean"]
+# the schema's pattern: PART_PATTERN, or once the model is loaded its own layers and heads
 PartName = Annotated[str, Field(min_length=1, max_length=16,
-                                json_schema_extra={"pattern": ablate.PART_PATTERN},
+                                json_schema_extra={"pattern": ablate.PART_PATTERN,
+                                                   **model_limit("ablation_part")},
                                 examples=["cross.1.2"])]
 PARTS_RULE = (f"off names at most {ablate.MAX_PARTS} parts, each a layer and head this model has: "
               "enc.L.H, dec.L.H, cross.L.H (a head: encoder self-attention, decoder masked "
@@ -103,14 +112,17 @@ def importance(request: ImportanceRequest, engine: EngineDep, translator: Transl
     return {**summary(trace), **result}
 
 
-@router.post("/api/ablation/word-order", responses=errors(TOKENS_RULE), tags=["model"])
+WORDS_RULE = "text must have at least two words to shuffle"
+
+
+@router.post("/api/ablation/word-order", responses=errors(TOKENS_RULE, WORDS_RULE), tags=["model"])
 def word_order(request: WordOrderRequest, engine: EngineDep, translator: TranslatorDep,
                response: Response) -> dict:
     """The sentence and its words shuffled, through the encoder with and without positional
     encoding: how far apart the same token's vectors are in the two, and the translations."""
     trace, trace_ms = engine.trace(request)
     if len(ablate.word_spans(trace.source_tokens, trace.source_ids)) < 2:
-        raise InputError("text", "the sentence needs at least two words to shuffle")
+        raise InputError("text", WORDS_RULE)
     result, model_ms = engine.derived(request, trace, ("word-order", request.shuffle),
                                       ablate.word_order, translator, trace, request.shuffle)
     timed(response, trace_ms + model_ms)

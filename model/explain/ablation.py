@@ -63,6 +63,19 @@ PART_PATTERN = r"^((enc|dec|cross)\.[0-9]{1,2}(\.[0-9]{1,2})?|(encffn|decffn)\.[
 _PART = re.compile(PART_PATTERN)
 
 
+def part_pattern(config: TransformerConfig) -> str:
+    """PART_PATTERN with this model's own layers and heads: exactly the names ``parse_part``
+    accepts (/openapi.json states it once the model is loaded)."""
+    def numbers(count: int) -> str:
+        return "(" + "|".join(str(n) for n in range(1, count + 1)) + ")"
+
+    layers = {"encoder": numbers(config.n_encoder_layers), "decoder": numbers(config.n_decoder_layers)}
+    heads = numbers(config.n_heads)
+    kinds = [f"{kind}\\.{layers[KINDS[kind][0]]}" + (f"(\\.{heads})?" if kind in HEAD_KINDS else "")
+             for kind in KINDS]
+    return "^(" + "|".join([*kinds, "pos\\.(enc|dec)"]) + ")$"
+
+
 @dataclass(frozen=True)
 class Part:
     """One part of the model that can be switched off."""

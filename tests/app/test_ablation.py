@@ -12,6 +12,7 @@ import pytest
 from app.engine import CURRENT_TICKET, Cancelled, Engine, Ticket, options
 from app.schemas import TraceRequest
 from model.explain import ablation as ablate
+from model.translator import InputError
 
 TEXT = {"text": "He gave her a flower because she was sad.", "max_len": 12}
 
@@ -183,7 +184,18 @@ def test_the_api_documents_the_limits(app_client):
     schema = app_client.get("/openapi.json").json()
     request = schema["components"]["schemas"]["AblationRequest"]["properties"]
     assert request["off"]["maxItems"] == ablate.MAX_PARTS
-    assert request["off"]["items"]["pattern"] == ablate.PART_PATTERN
+    # the loaded model's own layers and heads (2 + 2 layers, 4 heads): exactly what parse_part takes
+    pattern = request["off"]["items"]["pattern"]
+    config = app_client.app.state.translator.config
+    assert pattern == ablate.part_pattern(config)
+    for name in ("enc.2.4", "cross.2", "decffn.1", "pos.dec", "cross.3.1", "enc.1.5", "encffn.3"):
+        valid = re.match(pattern, name) is not None
+        assert valid == (name in ("enc.2.4", "cross.2", "decffn.1", "pos.dec")), name
+        if valid:
+            ablate.parse_part(name, config)
+        else:
+            with pytest.raises(InputError):
+                ablate.parse_part(name, config)
     assert request["mode"]["enum"] == ["zero", "mean"]
     described = schema["paths"]["/api/ablation"]["post"]["responses"]["422"]["description"]
     assert "at most 32 parts" in described

@@ -23,6 +23,7 @@ makes positive cases keep exactly those rules, each on its operation only, and n
   (still within maxLength); a pronoun that is the referent's own occurrence is discarded.
 - /api/scale: heads must divide d_model, active_experts ≤ experts: d_model is rounded down to a
   multiple of heads, active_experts capped at experts.
+- /api/ablation/word-order needs two words to shuffle: a positive case with fewer is discarded.
 
 Anything else a positive case gets 422 for fails the test, as does a negative case (a wrong type,
 a missing or unknown field, a value outside a limit) answered with anything but a 4xx. Every GET
@@ -51,6 +52,7 @@ from app.pages.coreference import ONE_WORD
 from app.pages.scale import ScaleQuery
 from app.schemas import MAX_TEXT_CHARS, TraceRequest
 from app.settings import Settings
+from model.explain.ablation import word_spans
 from model.explain.xray import DECODER_ONLY
 from model.translator import InputError
 
@@ -106,6 +108,10 @@ def keep_documented_rules(app, case) -> bool:
         data["forced_prefix"] = data["forced_prefix"][: int(data.get("max_len", 128))]
     if path == "/api/xray/block" and data["side"] == "encoder" and data["block"] in DECODER_ONLY:
         return False
+    if path == "/api/ablation/word-order":
+        ids = app.state.translator.source_ids(_as_read(data["text"]))
+        if len(word_spans(app.state.translator.source_tokens(ids), ids)) < 2:
+            return False
     if path in ("/api/figures/interpret", "/api/figures/attention-detail", "/api/xray/block"):
         request = TraceRequest.model_validate({k: v for k, v in data.items()
                                                if k in TraceRequest.model_fields})
