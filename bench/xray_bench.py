@@ -1,7 +1,7 @@
 """The x-ray in headless Chromium: time until the page is fully drawn, and the frame rate while playing.
 
     python -m bench.xray_bench [--checkpoint DIR] [--visits 5] [--play-seconds 5]
-    python -m bench.xray_bench --screenshots docs/screenshots     # retakes docs/screenshots/xray-*.png
+    python -m bench.xray_bench --screenshots docs/screenshots     # retakes docs/screenshots/xray-*
 
 "Fully drawn" is the page's own clock (from navigation start) at the first animation frame after
 every row's strips, attention lines, the sampling table and the player are drawn; the server is
@@ -101,18 +101,19 @@ def screenshots(checkpoint, folder: Path) -> list[Path]:
             page.locator("body.busy").wait_for(state="detached")
             return context, page
 
-        def save(target, name: str) -> None:
-            path = folder / f"xray-{name}.png"
-            target.screenshot(path=str(path))
+        def save(target, name: str, jpeg: bool = False) -> None:
+            # the whole-model overviews are JPEG: their colour strips make a PNG of them ~350 KB
+            path = folder / f"xray-{name}.{'jpg' if jpeg else 'png'}"
+            target.screenshot(path=str(path), **({"type": "jpeg", "quality": 82} if jpeg else {}))
             taken.append(path)
 
         # time step 3, decoder layer 2's cross-attention (3 + 3 layers: 14 encoder frames, 20 per step)
         step3_cross = (2 + 4 * 3) + 2 * (2 + 6 * 3) + 1 + 6 * 1 + 2
         for lang in ("en", "zh"):
-            context, page = visit(f"&frame={step3_cross}", height=1500, lang=lang)
+            context, page = visit(f"&frame={step3_cross}", height=860, lang=lang)
             page.evaluate("window.scrollTo(0, document.getElementById('xr-player').offsetTop - 4)")
             page.wait_for_timeout(300)
-            save(page, lang)
+            save(page, lang, jpeg=True)
             context.close()
         context, page = visit(f"&frame={step3_cross}", width=390, height=844)
         page.evaluate("window.scrollTo(0, document.getElementById('xr-decoder').offsetTop - 260)")

@@ -27,9 +27,13 @@ def wait_idle(page) -> None:
     page.locator("body.busy").wait_for(state="detached")
 
 
+# the cat sentence has no pronoun: /coreference keeps it and says so, so it measures this one
+SENTENCES = {"/coreference": "The woman said that she was tired."}
+
+
 @pytest.mark.parametrize("path", PAGES)
 def test_page_renders_on_a_marian_model(page, marian_server, tiny_marian, path):
-    page.goto(f"{marian_server}{path}?text={quote(CAT)}")
+    page.goto(f"{marian_server}{path}?text={quote(SENTENCES.get(path, CAT))}")
     wait_idle(page)
     assert page.locator("#error").is_hidden(), page.locator("#error").text_content()
     line = page.locator("#model-line").text_content()
