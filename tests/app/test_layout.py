@@ -139,7 +139,7 @@ def test_every_page_renders_in_both_languages(fresh_client, path, lang):
 def test_every_page_says_how_to_run_another_model(app_client, lang):
     """Issue 25 item 11: the footer names the model running and how to bring a Marian model."""
     for path in ("/", "/pipeline", "/attention"):
-        html = app_client.get(path, cookies={"lang": lang}).text
+        html = app_client.get(path, headers={"cookie": f"lang={lang}"}).text
         assert 'id="model-line"' in html and 'id="bring-model"' in html
         assert "python -m app --model PATH" in html
         assert "Use a real pretrained model" in html  # the README section, by its heading

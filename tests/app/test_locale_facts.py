@@ -100,6 +100,7 @@ def test_dense_explanations_lead_with_the_idea(lang):
 
 
 def test_the_decode_page_shows_the_greedy_note(app_client):
+    app_client.cookies.clear()  # a cookie another test left must not decide the language
     app_client.cookies.set("lang", "zh")
     html = app_client.get("/decode").text
     assert page_strings("zh", "decode")["decode.explain.greedy_fast"] in html
@@ -107,6 +108,7 @@ def test_the_decode_page_shows_the_greedy_note(app_client):
 
 def test_the_scale_table_reads_in_chinese(app_client):
     """The calculator's shapes carry no English; experts are named in the reader's language."""
+    app_client.cookies.clear()  # a cookie another test left must not decide the language
     app_client.cookies.set("lang", "zh")
     rows = app_client.get("/api/scale", params={"experts": 8, "active_experts": 2}).json()["rows"]
     shapes = " ".join(row["shape"] for row in rows)
