@@ -61,7 +61,27 @@ def set_threads(threads: int) -> None:
 
 
 class CheckpointError(RuntimeError):
-    """The checkpoint folder is missing or incomplete."""
+    """The checkpoint folder is missing, incomplete or corrupt."""
+
+
+def corrupt(file: Path, error: Exception, fix: str) -> str:
+    """One line: which file could not be read, why (the error's first line), and the fix."""
+    why = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+    return f"{file} is corrupt or unreadable ({type(error).__name__}{': ' + why if why else ''}); {fix}"
+
+
+def _read(path: Path, name: str, reader):
+    """``reader(path / name)``, or a CheckpointError naming the file."""
+    try:
+        return reader(path / name)
+    except CheckpointError:
+        raise
+    except Exception as error:  # a garbage or truncated file: one line, never a traceback
+        raise CheckpointError(corrupt(path / name, error, RESTORE)) from error
+
+
+RESTORE = ("restore the checkpoint folder (`git checkout model/checkpoints` for the shipped one) or "
+           "train one with `python -m model.training.train --data ../shared/data`")
 
 
 class InputError(ValueError):
@@ -150,22 +170,30 @@ class Translator:
                 f"no usable checkpoint in {path} (missing {', '.join(missing)}); "
                 "train one with `python -m model.training.train --data ../shared/data` or pass --checkpoint"
             )
-        config = TransformerConfig.load(path / "config.json")
-        model = Transformer(config)
-        state = load_file(str(path / "weights.safetensors"))
-        state = {name: tensor.float() for name, tensor in state.items()}
-        if config.tie_output:
-            state["output.weight"] = state["tgt_embedding.tokens.weight"]
-        model.load_state_dict(state)
+        config = _read(path, "config.json", TransformerConfig.load)
+        model = _read(path, "config.json", lambda _: Transformer(config))
+
+        def weights(file: Path) -> None:
+            state = {name: tensor.float() for name, tensor in load_file(str(file)).items()}
+            if config.tie_output:
+                state["output.weight"] = state["tgt_embedding.tokens.weight"]
+            model.load_state_dict(state)  # names and shapes must be config.json's
+
+        _read(path, "weights.safetensors", weights)
+
+        def json_object(file: Path) -> dict:
+            data = json.loads(file.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError(f"a JSON object was expected, not {type(data).__name__}")
+            return data
 
         def optional_json(name: str) -> dict:
-            file = path / name
-            return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+            return _read(path, name, json_object) if (path / name).is_file() else {}
 
         return cls(
             model,
-            EnglishTokenizer.load(path / "tokenizer_en.json"),
-            ChineseTokenizer.load(path / "vocab_zh.json"),
+            _read(path, "tokenizer_en.json", EnglishTokenizer.load),
+            _read(path, "vocab_zh.json", ChineseTokenizer.load),
             history=optional_json("history.json"),
             evaluation=optional_json("eval.json"),
             path=path,
