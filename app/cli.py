@@ -11,6 +11,9 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import uvicorn
@@ -59,6 +62,42 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
             self._header_timer.cancel()
             self._header_timer = None
         super().connection_lost(exc)
+
+
+SUPERVISOR_ENV = "ITT_SUPERVISOR_PID"  # set for --workers N: the process the workers belong to
+PARENT_POLL_S = 0.25
+
+
+def worker_app():
+    """The app of one worker process (``--workers N``): built from the environment the
+    supervisor set, and shut down when the supervisor is gone (see ``follow_supervisor``)."""
+    from app.main import create_app
+    from app.settings import Settings
+
+    settings = Settings()
+    supervisor = int(os.environ.get(SUPERVISOR_ENV, "0"))
+    if supervisor:
+        follow_supervisor(supervisor, grace_s=settings.request_timeout_s + 10)
+    return create_app(settings)
+
+
+def follow_supervisor(supervisor: int, grace_s: float) -> None:
+    """Exit when the supervisor dies. A worker killed with its supervisor (``kill -9``) would
+    otherwise keep serving the port with nothing to restart or stop it, and a process manager
+    that restarts the supervisor would find the port taken. A thread polls the parent pid (it
+    changes when the parent dies: the worker is handed to init); then the worker stops like on
+    SIGTERM (requests in flight finish), and exits at once if that takes longer than ``grace_s``."""
+
+    def watch() -> None:
+        while os.getppid() == supervisor:
+            time.sleep(PARENT_POLL_S)
+        logging.getLogger("app").warning("the supervisor (pid %d) is gone: stopping this worker",
+                                         supervisor)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(grace_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="follow-supervisor", daemon=True).start()
 
 
 def parser(prog: str, with_command: bool) -> argparse.ArgumentParser:
@@ -124,8 +163,9 @@ def serve(argv: list[str] | None = None, prog: str = "python -m app",
         if value is not None:
             os.environ[f"ITT_{name.upper()}"] = str(value)
     os.environ["ITT_WORKERS"] = str(workers)
+    os.environ[SUPERVISOR_ENV] = str(os.getpid())
     logging.getLogger("app").info("serving with %d worker processes", workers)
-    uvicorn.run("app.main:create_app", factory=True, workers=workers, **common)
+    uvicorn.run("app.cli:worker_app", factory=True, workers=workers, **common)
 
 
 def main(argv: list[str] | None = None) -> None:
