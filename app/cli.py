@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import multiprocessing
 import os
@@ -17,8 +18,10 @@ import time
 from pathlib import Path
 
 import uvicorn
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.flow_control import service_unavailable
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from app.security import HEADERS
 from app.settings import Settings
 
 
@@ -62,6 +65,35 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
             self._header_timer.cancel()
             self._header_timer = None
         super().connection_lost(exc)
+
+    # The answers uvicorn writes itself, before the app and its middleware see the request,
+    # carry the security headers and a JSON body like every other error.
+
+    def send_400_response(self, msg: str) -> None:
+        """A request that is not HTTP (uvicorn's parser gave up): 400, then close."""
+        body = json.dumps({"message": "the request is not valid HTTP", "errors": []}).encode()
+        head = [STATUS_LINE[400]]
+        headers = [*self.server_state.default_headers, *HEADERS,
+                   (b"content-type", b"application/json"),
+                   (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
+        for name, value in headers:
+            head += [name, b": ", value, b"\r\n"]
+        self.transport.write(b"".join([*head, b"\r\n", body]))
+        self.transport.close()
+
+    def _start_asgi_task(self, cycle, app) -> None:
+        super()._start_asgi_task(cycle, too_many_connections if app is service_unavailable else app)
+
+
+async def too_many_connections(scope, receive, send) -> None:
+    """Beyond ``ITT_MAX_CONNECTIONS`` open connections (uvicorn's limit_concurrency): 503."""
+    body = json.dumps({"message": "the server has too many open connections; try again in 1 s",
+                       "errors": []}).encode()
+    await send({"type": "http.response.start", "status": 503, "headers": [
+        *HEADERS, (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()), (b"retry-after", b"1"),
+        (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 SUPERVISOR_ENV = "ITT_SUPERVISOR_PID"  # set for --workers N: the process the workers belong to

@@ -44,6 +44,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.engine import CURRENT_TICKET, REQUEST_OVER, Busy, Cancelled, Ticket
+from app.security import HEADERS
 from app.settings import Settings
 from model.translator import InputError
 
@@ -175,31 +176,6 @@ class AccessLog:
 # -- security -----------------------------------------------------------------------------------
 
 
-# No third-party origin anywhere, and no inline script: every script is a file under /static.
-# style-src needs 'unsafe-inline' because plotly.js sets style attributes and injects a <style>
-# element while drawing; styles cannot run code, so this does not reopen script injection.
-CONTENT_SECURITY_POLICY = "; ".join([
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data: blob:",
-    "font-src 'self' data:",
-    "connect-src 'self'",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-])
-HEADERS = [
-    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-    (b"cross-origin-opener-policy", b"same-origin"),
-    (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
-]
-
-
 class SecurityHeaders:
     def __init__(self, app):
         self.app = app
@@ -238,7 +214,7 @@ class BodySizeLimit:
         except ValueError:
             declared_size = None
         if declared_size is not None and declared_size > self.max_bytes:
-            return await answer(send, 413, f"body: request bodies are limited to {self.max_bytes} bytes")
+            return await self.refuse(receive, send)
         if scope["method"] in ("GET", "HEAD", "OPTIONS") and declared is None:
             return await self.app(scope, receive, send)
         # Read the (small) body up front so a lying or missing Content-Length cannot slip past.
@@ -255,7 +231,7 @@ class BodySizeLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                return await answer(send, 413, f"body: request bodies are limited to {self.max_bytes} bytes")
+                return await self.refuse(receive, send, more=message.get("more_body", False))
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
@@ -270,6 +246,33 @@ class BodySizeLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+    async def refuse(self, receive, send, more: bool = True) -> None:
+        """413 at once, then read and drop the rest of the body (at most ``DRAIN_BYTES``, within
+        ``read_timeout_s``) before the connection closes: a client still sending its body reads
+        the answer, instead of a connection reset (the kernel resets a connection closed with
+        unread data) or a send that blocks forever."""
+        message = f"body: request bodies are limited to {self.max_bytes} bytes"
+        body = json.dumps({"message": message, "errors": [{"field": "body", "message": message}]})
+        await send({"type": "http.response.start", "status": 413, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body.encode(), "more_body": True})
+        drained, deadline = 0, time.monotonic() + self.read_timeout_s
+        while more and drained < DRAIN_BYTES:
+            try:
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                break
+            if message["type"] == "http.disconnect":
+                break
+            drained += len(message.get("body", b""))
+            more = message.get("more_body", False)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+DRAIN_BYTES = 16 * 1024 * 1024  # a body this far past the limit is cut off (connection reset)
 
 
 class HeadAsGet:
