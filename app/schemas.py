@@ -220,6 +220,16 @@ def model_limits(translator: Translator) -> dict[str, int]:
 
 
 MAX_SCHEMA_ENUM = 10_000  # a larger vocabulary is described in words, not listed, in /openapi.json
+MAX_PATTERN_WORDS = 64  # tokens longer than one character a ChineseToken pattern spells out
+
+
+def token_pattern(tokens: list[str]) -> str:
+    """A regular expression matching exactly ``tokens``: one character class for the tokens of one
+    character (our vocabulary), alternatives for the others (<eos>, <unk>)."""
+    special = set("\\]^-[")
+    single = "".join("\\" + t if t in special else t for t in tokens if len(t) == 1)
+    words = [re.escape(t) for t in tokens if len(t) > 1]
+    return "^(?:" + "|".join(([f"[{single}]"] if single else []) + words) + ")$"
 
 
 def chinese_tokens(translator: Translator) -> list[str]:
@@ -233,7 +243,8 @@ def chinese_tokens(translator: Translator) -> list[str]:
 
 def model_schema(schema: dict, translator: Translator) -> dict:
     """The OpenAPI schema with the loaded model's limits where a field is marked ``model_limit``:
-    index maxima from its config, and forced_prefix items as one ``ChineseToken`` enum."""
+    index maxima from its config, and forced_prefix items as one ``ChineseToken`` pattern (a
+    vocabulary of multi-character pieces: an enum, or past MAX_SCHEMA_ENUM a description)."""
     schema = copy.deepcopy(schema)
     maxima = model_limits(translator)
 
@@ -260,7 +271,12 @@ def model_schema(schema: dict, translator: Translator) -> dict:
     token_schema = {"type": "string", "title": "ChineseToken",
                     "description": "one token of the loaded model's target vocabulary (for our "
                                    "checkpoint one character), or <eos> / <unk>"}
-    if len(tokens) <= MAX_SCHEMA_ENUM:
+    longer = [token for token in tokens if len(token) > 1]
+    if len(longer) <= MAX_PATTERN_WORDS:
+        # a character class says the same as an enum of 4,000 characters, and a client (or a
+        # schema-driven test) does not try each of them: one pattern, not 4,000 values
+        token_schema["pattern"] = token_pattern(tokens)
+    elif len(tokens) <= MAX_SCHEMA_ENUM:
         token_schema["enum"] = tokens
     else:  # e.g. a Marian model's 65k SentencePiece pieces: a 1 MB schema helps no client
         token_schema.update(minLength=1, maxLength=MAX_TOKEN_CHARS)

@@ -15,6 +15,7 @@ from app.layout import render_page
 from app.plots import BLUE, GREY, ORANGE, attention_heatmap, base_layout, category_axis, unique_labels
 from app.schemas import FORCED_RULE, TOKENS_RULE, TRACE_ERRORS, TraceRequest, errors, model_limit
 from model.explain.trace import Trace
+from model.tokenizer import MAX_SOURCE_TOKENS
 from model.translator import InputError
 
 router = APIRouter()
@@ -42,7 +43,8 @@ class AttentionDetailRequest(TraceRequest):
 
 
 class AttentionStagesRequest(AttentionDetailRequest):
-    query: int = Field(0, ge=0, le=255,
+    # the most rows an attention can have: 128 source tokens and <eos>, or <bos> and 128 steps
+    query: int = Field(0, ge=0, le=MAX_SOURCE_TOKENS,
                        description="the query row to follow (0-based): below the number of source "
                                    "tokens for kind=encoder, of decoder input tokens otherwise")
 

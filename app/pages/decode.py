@@ -58,7 +58,7 @@ class FigureRequest(TraceRequest):
 class InterpretRequest(TraceRequest):
     """Which step of the translation to explain, and how finely to integrate the gradients."""
 
-    step: int = Field(0, ge=0, le=MAX_FORCED,
+    step: int = Field(0, ge=0, le=MAX_FORCED - 1,  # a translation has at most max_len ≤ 128 steps
                       description="0-based decoding step whose character is explained")
     ig_steps: int = Field(64, ge=2, le=256,
                           description="integrated-gradients steps along the path from the baseline "

@@ -18,12 +18,13 @@ from typing import Literal
 import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from app.deps import EngineDep, LanguageDep, TranslatorDep
 from app.layout import render_page
 from app.schemas import FORCED_RULE, TOKENS_RULE, TRACE_ERRORS, TraceRequest, errors, model_limit
 from model.explain import xray
+from model.tokenizer import MAX_SOURCE_TOKENS
 from model.translator import InputError
 
 router = APIRouter()
@@ -55,16 +56,22 @@ class XrayRequest(TraceRequest):
 
 
 class XrayBlockRequest(TraceRequest):
+    # the decoder-only blocks (cross-attention and its Add & Norm, the output head) need
+    # side=decoder: said in the schema, so a client built from it never asks for one
+    model_config = ConfigDict(json_schema_extra={
+        "if": {"properties": {"side": {"const": "encoder"}}, "required": ["side"]},
+        "then": {"properties": {"block": {"not": {"enum": sorted(xray.DECODER_ONLY)}}}}})
     side: Side = Field(description="encoder or decoder")
     block: Block = Field(description="which block to open")
     layer: int = Field(0, ge=0, le=63, json_schema_extra=model_limit("layer"),
                        description="0-based layer of that side (ignored for embedding/output)")
-    position: int = Field(0, ge=0, le=255, description="0-based token position (the query row)")
+    # the most positions a side can have: 128 source tokens and <eos>, or 128 decoding steps
+    position: int = Field(0, ge=0, le=MAX_SOURCE_TOKENS,
+                          description="0-based token position (the query row)")
 
 
 BLOCK_ERRORS = errors(
     TOKENS_RULE, FORCED_RULE,
-    f"block {', '.join(sorted(xray.DECODER_ONLY))} needs side=decoder",
     "layer must be below that side's number of layers (GET /api/model)",
     "position must be below that side's number of positions: the source tokens (with <eos>) for "
     "the encoder, the translation's steps for the decoder",
