@@ -56,7 +56,11 @@ from model.translator import Translator
 Result = TypeVar("Result")
 log = logging.getLogger("app")
 
-PRIOR_S = 1.0  # a call of a function never measured on this server is assumed to take this long
+# A call of a function never measured on this server is assumed to take this long, unless the
+# function says how long it can take (a ``prior_s`` attribute: the KV-cache race stops itself
+# after a budget); and a route seen asking more after its first call is assumed to ask this much
+# until one of its requests has finished.
+PRIOR_S = 1.0
 # Of each request's time limit, what the plan keeps free: the route's own work before and after
 # the model (figures, JSON) and estimates that run long.
 SLACK = 0.1
@@ -215,6 +219,8 @@ class Engine:
         self.shed = 0  # requests refused with Busy (at once, or when they could no longer fit)
         self._calls: dict[tuple, Estimate] = {}  # seconds of one call, per kind
         self._follow: dict[str, Estimate] = {}  # seconds a route's request asks after its first call
+        self._priors: dict[str, float] = {}  # what a function says it can take, before measured
+        self._follow_guessed: set[str] = set()  # routes whose follow-up is still the prior
         self._claims: dict[Ticket, _Claim] = {}  # admitted requests not finished
         self._queue: list[_Job] = []
         self._service: dict[str, float] = {}  # model seconds per route with requests admitted
@@ -308,6 +314,8 @@ class Engine:
         """Queue the call, admitting its request first if this is its first call."""
         with self._lock:
             now = time.monotonic()
+            if hasattr(call, "prior_s"):
+                self._priors[kind[0]] = float(call.prior_s)
             claim = self._claims.get(ticket)
             if claim is None:
                 route = ticket.route or getattr(call, "__qualname__", type(call).__name__)
@@ -333,6 +341,9 @@ class Engine:
             self.pending += 1
             job.future.add_done_callback(lambda _: self._done(job))
             if claim.started:  # work its plan may not have counted: refuse who can no longer fit
+                if claim.route not in self._follow:  # a route that asks more: assume the prior
+                    self._follow[claim.route] = _prior(PRIOR_S)
+                    self._follow_guessed.add(claim.route)
                 self._shed_late(now)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name="model", daemon=True)
@@ -359,8 +370,9 @@ class Engine:
             if learn and not claim.failed and claim.first_s is not None and claim.running is None:
                 follow = max(0.0, claim.spent - claim.first_s)
                 known = self._follow.get(claim.route)
-                if known is None:
+                if known is None or claim.route in self._follow_guessed:
                     self._follow[claim.route] = Estimate(follow)
+                    self._follow_guessed.discard(claim.route)
                 else:
                     known.add(follow)
             if not any(c.route == claim.route for c in self._claims.values()):
@@ -385,9 +397,7 @@ class Engine:
             return known
         same = [(k, e) for k, e in self._calls.items() if k[0] == kind[0]]
         if not same:
-            prior = Estimate(PRIOR_S)
-            prior.dev = 0.0  # the prior is the bound
-            return prior
+            return _prior(self._priors.get(kind[0], PRIOR_S))
         def differences(k: tuple) -> int:
             if len(k) != len(kind):
                 return len(kind)
@@ -683,6 +693,13 @@ class Engine:
             while len(self._traces) > self.size or self.cache_bytes > self.max_bytes:
                 _, (_, evicted) = self._traces.popitem(last=False)
                 self.cache_bytes -= evicted
+
+
+def _prior(seconds: float) -> Estimate:
+    """A guess before any measurement: the guess is its own bound."""
+    prior = Estimate(seconds)
+    prior.dev = 0.0
+    return prior
 
 
 def _kind(call: Callable, args: tuple) -> tuple:

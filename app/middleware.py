@@ -343,25 +343,29 @@ class RequestTimeout:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         ticket = Ticket(self.seconds, route=scope.get("path"))
-        started, abandoned = asyncio.Event(), False
+        started, abandoned, answered = asyncio.Event(), False, False
         inbox: asyncio.Queue = asyncio.Queue()
 
         async def listen():
-            """Read the client's messages as they come; the disconnect cancels the ticket."""
+            """Read the client's messages as they come; the disconnect cancels the ticket (the
+            server also says "disconnect" once the answer is sent: then the request is over)."""
             while True:
                 message = await receive()
                 inbox.put_nowait(message)
                 if message["type"] == "http.disconnect":
-                    ticket.cancel("the client disconnected")
+                    ticket.cancel(REQUEST_OVER if answered else "the client disconnected")
                     return
 
         async def guarded_send(message):
+            nonlocal answered
             if abandoned:
                 return
             if message["type"] == "http.response.start":
                 started.set()
                 message = {**message, "headers": _with_queue_timing(message.get("headers", []),
                                                                     ticket.queue_ms)}
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                answered = True
             await send(message)
 
         token = CURRENT_TICKET.set(ticket)  # copied into the task below and the route's thread

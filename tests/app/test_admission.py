@@ -13,6 +13,7 @@ import time
 import pytest
 
 from app.engine import CURRENT_TICKET, REQUEST_OVER, Busy, Cancelled, Engine, Ticket
+from tests.waiting import wait_until
 
 
 def trace() -> None:  # a translation: cheap
@@ -195,3 +196,15 @@ def test_a_cold_server_tells_the_real_wait(tiny_checkpoint):
     assert shed, outcomes  # 24 at once, 4 admitted at most
     for retry, at in shed:
         assert retry <= 2 * max(1.0, done - at), (retry, done - at)
+
+
+def test_what_a_route_asks_after_its_first_call_is_learnt(fresh_client):
+    """The server says "disconnect" once an answer is sent; that must close the request as
+    finished (it used to read as a client that left, and nothing was learnt)."""
+    engine = fresh_client.app.state.engine
+    response = fresh_client.post("/api/figures/interpret",
+                                 json={"text": "The cat sits on the mat.", "max_len": 6,
+                                       "ig_steps": 8})
+    assert response.status_code == 200, response.text
+    wait_until(lambda: "/api/figures/interpret" in engine._follow, "the follow-up learnt")
+    assert engine._follow["/api/figures/interpret"].mean > 0
