@@ -74,11 +74,18 @@ const ITT = (() => {
     }
   }
 
+  // The query the page last loaded or wrote itself. Going to a #fragment (a skip link) also fires
+  // popstate; with the query unchanged there is nothing to load, and reloading would redraw the
+  // very element the reader just jumped to.
+  let shownSearch = null;
+  let rerun = null;
+
   function setURL(query, push) {
     const search = query.toString();
     const url = window.location.pathname + (search ? `?${search}` : "") + window.location.hash;
     if (push) window.history.pushState(null, "", url);
     else window.history.replaceState(null, "", url);
+    shownSearch = window.location.search;
     syncLinks();
   }
 
@@ -277,14 +284,25 @@ const ITT = (() => {
   /** Run ``load`` now and whenever the URL changes through history navigation. */
   function start(load) {
     syncLinks();
-    const run = () => load().catch((error) => showError(error.message));
-    window.addEventListener("popstate", run);
-    run();
-    return run;
+    rerun = () => {
+      shownSearch = window.location.search;
+      return load().catch((error) => showError(error.message));
+    };
+    window.addEventListener("popstate", () => {
+      if (window.location.search !== shownSearch) rerun();
+    });
+    rerun();
+    return rerun;
+  }
+
+  /** Go to a new URL of this page and load it, as going back or forward in history would. */
+  function visit(query) {
+    setURL(query, true);
+    return rerun();
   }
 
   return {
     t, params, text, requestFromURL, carriedQuery, setURL, syncLinks, api, get, plot, plotOrNote, chips,
-    element, table, number, start, showError, clearError, pageData,
+    element, table, number, start, visit, showError, clearError, pageData,
   };
 })();

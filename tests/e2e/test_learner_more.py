@@ -99,6 +99,9 @@ def test_kv_cache_with_unicode_digits_falls_back_to_the_default(page, server, st
 def test_a_few_tabs_reach_the_first_candidate_on_decode(page, server):
     page.goto(f"{server}/decode?{CAT}&max_len=6")
     wait_idle(page)
+    # a skip link moves focus only: its #fragment must not load (and redraw) the page again
+    asked = []
+    page.on("request", lambda request: asked.append(request.url) if "/api/" in request.url else None)
     first = "document.activeElement === document.querySelector('#candidates button')"
     tabs = 0
     while not page.evaluate(first) and tabs < 60:
@@ -107,6 +110,8 @@ def test_a_few_tabs_reach_the_first_candidate_on_decode(page, server):
         if page.evaluate("document.activeElement.getAttribute('href') === '#candidates'"):
             page.keyboard.press("Enter")
     assert page.evaluate(first) and tabs <= 4, tabs
+    wait_idle(page)
+    assert asked == [] and page.evaluate(first), asked
     # the step controls are one skip link away too, and arrows still step from there
     page.goto(f"{server}/decode?{CAT}&max_len=6")
     wait_idle(page)

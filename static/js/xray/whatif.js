@@ -11,8 +11,7 @@ const UNFORCEABLE = ["<pad>", "<bos>"];
 
 /** A what-if is a new URL: push it and load it, as going back or forward in history would. */
 function visit(query) {
-  ITT.setURL(query, true);
-  window.dispatchEvent(new PopStateEvent("popstate"));
+  ITT.visit(query);
 }
 
 function samplingSettings() {
