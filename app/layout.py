@@ -40,10 +40,13 @@ NAV = [
     ("/decode", "nav.decode"),
     ("/kv-cache", "nav.kv-cache"),
     ("/training", "nav.training"),
+    ("/timeline", "nav.timeline"),
     ("/scale", "nav.scale"),
     ("/tour", "nav.tour"),
     ("/docs", "nav.docs"),
 ]
+# Pages long enough to open with an "on this page" list of their sections (static/js/layout.js).
+LONG_PAGES = {"decode", "training", "embeddings", "attention"}  # /scale has its own list
 EXAMPLES = [
     "The cat sits on the mat.",
     "The woman said that she was tired.",
@@ -66,6 +69,7 @@ def render_page(request: Request, page: str, lang: str, **context) -> HTMLRespon
             "lang": lang,
             "page": page,
             "nav": NAV,
+            "long_pages": LONG_PAGES,
             "examples": EXAMPLES,
             "text": request.query_params.get("text", DEFAULT_TEXT)[:400],
             "config": translator.config,
