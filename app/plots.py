@@ -1,16 +1,24 @@
-"""Shared Plotly primitives: colours, axes, the layout every figure starts from, the attention
-heatmap. Pure functions: plain data in, a Plotly figure dict out (the JSON plotly.js draws); no I/O,
-no model, no plotly import. Each page's own figures live in ``app/pages/<page>.py``."""
+"""Shared Plotly primitives: colours and colour scales (``app/palette.py``'s), axes, the layout
+every figure starts from, the attention heatmap. Pure functions: plain data in, a Plotly figure
+dict out (the JSON plotly.js draws); no I/O, no model, no plotly import. Each page's own figures
+live in ``app/pages/<page>.py``."""
 
 from __future__ import annotations
 
-# Okabe–Ito colours: distinguishable with colour-vision deficiency.
-BLUE, ORANGE, GREY = "#0072B2", "#E69F00", "#999999"
-GREEN, VERMILION, PURPLE = "#009E73", "#D55E00", "#CC79A7"
+from app import palette
+
+# the palette's colours, for the pages' figures (``from app.plots import BLUE``)
+BLUE, ORANGE, GREY = palette.BLUE, palette.ORANGE, palette.GREY
+GREEN, VERMILION, PURPLE = palette.GREEN, palette.VERMILION, palette.PURPLE
+MODEL, FILTERED, CHOSEN = palette.MODEL, palette.FILTERED, palette.CHOSEN
+
 STAGE_COLOURS = [GREY, BLUE, ORANGE, GREEN, VERMILION, PURPLE]
-ATTENTION_SCALE = "Cividis"  # perceptually uniform and readable with colour-vision deficiency
-DIVERGING = "RdBu"
-FONT = {"family": "system-ui, 'WenQuanYi Micro Hei', 'Noto Sans CJK SC', sans-serif", "size": 12}
+# every colour scale is the palette's (app/palette.py): one for probabilities and attention, one
+# for signed values, centred on 0 (a figure sets zmin = -m, zmax = m)
+ATTENTION_SCALE = palette.colorscale(palette.SEQUENTIAL)
+DIVERGING = palette.colorscale(palette.DIVERGING)
+FONT = {"family": "system-ui, 'WenQuanYi Micro Hei', 'Noto Sans CJK SC', sans-serif",
+        "size": palette.PLOT_FONT_PX}
 TWO_AXES_MARGIN = {"l": 60, "r": 80, "t": 40, "b": 50}  # room for a right-hand axis and its title
 LEGEND_TOP = {"orientation": "h", "y": 1.15, "x": 1, "xanchor": "right"}
 
@@ -52,7 +60,7 @@ def plotly_text(text: str) -> str:
 
 def base_layout(heading: str = "", height: int = 320, **extra) -> dict:
     layout = {
-        "title": {"text": plotly_text(heading), "font": {"size": 14}},
+        "title": {"text": plotly_text(heading), "font": {"size": palette.PLOT_TITLE_PX}},
         "height": height,
         "margin": {"l": 60, "r": 20, "t": 40 if heading else 16, "b": 50},
         "font": FONT,

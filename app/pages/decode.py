@@ -16,8 +16,11 @@ from app.layout import activation_name, render_page
 from app.plots import (
     ATTENTION_SCALE,
     BLUE,
+    CHOSEN,
+    FILTERED,
     GREY,
     LEGEND_TOP,
+    MODEL,
     ORANGE,
     attention_heatmap,
     base_layout,
@@ -223,8 +226,9 @@ def ffn_units_figure(units: list[int], values: list[float], d_ff: int,
 
 def candidates_figure(step: dict, sampled: bool = False, sampled_from: str = "sampled from",
                       p_model: str = "model (temperature 1)") -> dict:
-    """Linear + softmax: the most likely next tokens, the chosen one in orange; when sampling, a
-    second bar per token shows the distribution actually drawn from (temperature, top-k, top-p)."""
+    """Linear + softmax: the most likely next tokens in the model's colour, the chosen one in
+    orange; when sampling, a second bar per token (the filter's colour) shows the distribution
+    actually drawn from (temperature, top-k, top-p)."""
     top = step["top"]
     tokens = [c["token"] for c in top]
     labels = unique_labels(tokens)
@@ -236,10 +240,10 @@ def candidates_figure(step: dict, sampled: bool = False, sampled_from: str = "sa
         "x": [c["prob"] for c in top],
         "text": [f"{c['prob']:.3f}" for c in top],
         **text,
-        # when sampling, the legend's swatch (the first bar's colour) must read "model = blue", so
+        # when sampling, the legend's swatch (the first bar's colour) must read "model = grey", so
         # the chosen token is outlined instead of filled
-        "marker": {"color": [BLUE if sampled or token != step["token"] else ORANGE for token in tokens],
-                   "line": {"color": [ORANGE if sampled and token == step["token"] else BLUE
+        "marker": {"color": [MODEL if sampled or token != step["token"] else CHOSEN for token in tokens],
+                   "line": {"color": [CHOSEN if sampled and token == step["token"] else MODEL
                                       for token in tokens], "width": 2 if sampled else 0}},
         "customdata": tokens,
         "name": p_model,
@@ -250,8 +254,8 @@ def candidates_figure(step: dict, sampled: bool = False, sampled_from: str = "sa
         data.append({
             "type": "bar", "orientation": "h", "y": labels,
             "x": [c["sample_prob"] for c in top],
-            "marker": {"color": GREY, "line": {"color": [ORANGE if t == step["token"] else GREY
-                                                         for t in tokens], "width": 2}},
+            "marker": {"color": FILTERED, "line": {"color": [CHOSEN if t == step["token"] else FILTERED
+                                                             for t in tokens], "width": 2}},
             "text": [f"{c['sample_prob']:.3f}" for c in top], **text,
             "name": sampled_from, "customdata": tokens,
             "hovertemplate": f"%{{customdata}}: %{{x:.4f}}<extra>{sampled_from}</extra>",

@@ -13,6 +13,7 @@ from pydantic import Field
 from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
+from app.palette import robust_scale
 from app.plots import (
     ATTENTION_SCALE,
     DIVERGING,
@@ -62,7 +63,7 @@ def embeddings_figures(request: EmbeddingsRequest, engine: EngineDep, translator
     }
     stages = [t("emb.input")] + [t("emb.after_layer", n=i + 1)
                                  for i in range(len(trace.projection["points"]) - 1)]
-    peak = max(abs(v) for row in encoder["sum"] for v in row)
+    peak = robust_scale(encoder["sum"])  # the x-ray colours its embedding row on this scale too
     positions = [str(p) for p in range(len(table["table"]))]
     timed(response, model_ms)
     return {
@@ -138,7 +139,6 @@ def vectors_heatmap(
         "y": list(range(len(matrix))) if many else unique_labels(row_labels),
         "customdata": [[label] * len(row) for label, row in zip(row_labels, matrix, strict=True)],
         "colorscale": DIVERGING,
-        "reversescale": True,
         "zmid": 0, "zmin": -peak, "zmax": peak,
         "hovertemplate": f"%{{customdata}} · {dims_label} %{{x}}: %{{z:.3f}}<extra></extra>",
     }

@@ -156,7 +156,7 @@ def kv_rows_figure(rows: list[list[float]], tokens: list[str], words: dict[str, 
     labels = [f"{i} {token}" for i, token in enumerate(unique_labels(tokens))]
     top = max((abs(v) for row in rows for v in row), default=1.0) or 1.0
     heatmap = {"type": "heatmap", "z": rows, "x": list(range(len(rows[0]) if rows else 0)),
-               "y": labels, "colorscale": DIVERGING, "zmin": -top, "zmax": top, "reversescale": True,
+               "y": labels, "colorscale": DIVERGING, "zmin": -top, "zmax": top,
                "xgap": 1, "ygap": 1, "colorbar": {"thickness": 8},
                "texttemplate": "%{z:.2f}" if len(rows) <= 24 else "", "textfont": {"size": 9},
                "hovertemplate": f"{words['position']} %{{y}} · {words['dimension']} %{{x}}: "

@@ -1,18 +1,23 @@
 """The x-ray (/xray): the whole model translating one sentence, drawn as one picture and played
 step by step — every token's vector at every stage, attention as lines, blocks that open in place.
 
-The page reads the shared trace (POST /api/trace). What the trace does not carry, ``model/explain/xray.py``
-reads from the trace's own recorded pass (nothing runs the model again):
+The page downloads one answer per sentence, the size of what it draws, and more only when a
+learner opens it. ``model/explain/xray.py`` reads all of it from the trace's own recorded pass
+(nothing runs the model again):
 
-* ``POST /api/xray`` — every token's full vector after every stage (the colour strips), and each
-  decoding step's logits over the whole Chinese vocabulary (so the browser can redo temperature,
-  top-k and top-p itself);
+* ``POST /api/xray/view`` — the one answer: the strips, every attention weight, the numbers the
+  narration quotes, the steps and the sampling table at its starting knobs, as typed arrays;
+* ``POST /api/xray/logits`` — every step's logits and the vocabulary, when a sampling knob turns;
+* ``POST /api/xray`` (kept for other clients; the page no longer reads it) — every token's full
+  vector after every stage (the colour strips), and each decoding step's logits over the whole
+  Chinese vocabulary, as JSON;
 * ``POST /api/xray/block`` — one block opened at one position: X·W_Q → Q, the heads, QKᵀ, ÷√d_k,
   the mask, softmax, ·V, concatenation, ·W_O; residual + LayerNorm with γ and β; the FFN.
 """
 
 from __future__ import annotations
 
+import gzip
 from typing import Literal
 
 import orjson
@@ -20,6 +25,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ConfigDict, Field
 
+from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep
 from app.layout import render_page
 from app.schemas import FORCED_RULE, TOKENS_RULE, TRACE_ERRORS, TraceRequest, errors, model_limit
@@ -97,6 +103,61 @@ def xray_data(request: XrayRequest, engine: EngineDep, translator: TranslatorDep
 
 def _payload_json(trace, vocabulary: list[str]) -> bytes:
     return orjson.dumps(xray.payload(trace, vocabulary))
+
+
+PACKED = "application/octet-stream"
+PACKED_DOC = {"content": {PACKED: {"schema": {"type": "string", "format": "binary"}}},
+              "description": "a uint32 header length, a JSON header, typed arrays "
+                             "(model/explain/xray.py's docstring)"}
+
+
+def _packed(request: Request, bodies: tuple[bytes, bytes], model_ms: float) -> Response:
+    """A packed body, already gzipped at level 6 once per trace when the client
+    takes gzip (the server's own gzip runs at level 1 on every answer)."""
+    raw, packed = bodies
+    takes_gzip = "gzip" in request.headers.get("accept-encoding", "").lower()
+    response = Response(packed if takes_gzip else raw, media_type=PACKED,
+                        headers={"Vary": "Accept-Encoding",
+                                 **({"Content-Encoding": "gzip"} if takes_gzip else {})})
+    timed(response, model_ms)
+    return response
+
+
+def _both(call, *args) -> tuple[bytes, bytes]:
+    raw = call(*args)
+    return raw, gzip.compress(raw, compresslevel=6, mtime=0)
+
+
+@router.post("/api/xray/view", responses={200: PACKED_DOC, **TRACE_ERRORS}, tags=["x-ray"],
+             response_class=Response)
+def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
+              translator: TranslatorDep) -> Response:
+    """Everything the x-ray page draws for one sentence, in one packed answer: every stage's
+    strip (int8 codes × scale / 127, as ``/api/xray``), every attention weight (× 10⁵, the
+    trace's 5 decimals exactly), the Add & Norm sizes and FFN shares the narration quotes, the
+    steps, the beam tree, the sampling table at temperature 1 (the 15 likeliest tokens' logits
+    and the exact normaliser) and, when a prefix is forced, the translation without it."""
+    trace, model_ms = engine.trace(request)
+    original = None
+    if request.forced_prefix:
+        plain, plain_ms = engine.trace(request.model_copy(update={"forced_prefix": []}))
+        original, model_ms = [step.token for step in plain.steps], model_ms + plain_ms
+    bodies, _ = engine.derived(request, trace, "xray_view", _both, xray.view, trace,
+                               translator.chinese.vocabulary, original, on_model_thread=False)
+    return _packed(http, bodies, model_ms)
+
+
+@router.post("/api/xray/logits", responses={200: PACKED_DOC, **TRACE_ERRORS}, tags=["x-ray"],
+             response_class=Response)
+def xray_logits(request: XrayRequest, http: Request, engine: EngineDep,
+                translator: TranslatorDep) -> Response:
+    """Every step's logits over the whole vocabulary (float32, exactly the model's; −inf where it
+    may never produce the token) and the vocabulary, packed as ``/api/xray/view``: what the
+    sampling knobs redo temperature, top-k and top-p on, asked for when a knob first turns."""
+    trace, model_ms = engine.trace(request)
+    bodies, _ = engine.derived(request, trace, "xray_logits", _both, xray.logits_view, trace,
+                               translator.chinese.vocabulary, on_model_thread=False)
+    return _packed(http, bodies, model_ms)
 
 
 @router.post("/api/xray/block", responses=BLOCK_ERRORS, tags=["x-ray"])

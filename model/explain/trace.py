@@ -183,6 +183,15 @@ def heads(records: list[dict]) -> list:
     return _round(torch.stack([record["weights"][0] for record in records]), 5)
 
 
+def head_codes(records: list[dict]) -> np.ndarray:
+    """The numbers of ``heads(records)`` as integers: weight × 10⁵, [record][head][query][key].
+
+    ``heads`` rounds to 5 decimals as ``rint(w × 10⁵) / 10⁵``; these are the integers of that
+    rounding, so ``code / 100000`` is the very float ``heads`` gives (the x-ray sends these)."""
+    weights = torch.stack([record["weights"][0] for record in records]).detach().float().numpy()
+    return np.rint(weights.astype(np.float64) * 1e5).astype(np.uint32)
+
+
 def embedding_data(record: dict) -> dict:
     return _rounded_rows(4, **{name: record[name][0] for name in ("token", "position", "sum")})
 

@@ -6,8 +6,23 @@
 * :func:`open_block` — one block opened at one position: X·W_Q → Q, the heads, QKᵀ, ÷√d_k, the
   mask, softmax, ·V, concatenation, ·W_O; residual + LayerNorm with γ and β; the FFN; the output.
 
-Both read the pass the trace was recorded with (``Trace.recorded``): nothing runs the encoder or
+* :func:`view` — everything the x-ray page draws for one sentence, in one answer: the strips, every
+  attention weight, the Add & Norm and FFN numbers the narration quotes, the steps, the beam tree,
+  and the sampling table's rows at the knobs' starting values; typed arrays packed by :func:`pack`;
+* :func:`logits_view` — every step's logits and the vocabulary, asked for only when a learner
+  turns a sampling knob or draws.
+
+All read the pass the trace was recorded with (``Trace.recorded``): nothing runs the encoder or
 the decoder again.
+
+**The packed answer** (``pack``; ``static/js/xray/data.js`` reads it): a little-endian uint32 N,
+N bytes of UTF-8 JSON (the header), then the arrays, each at a multiple of 4 bytes, as the header's
+``arrays`` lists them (``{name: {dtype, shape, offset}}``, offset from the end of the header).
+Every number travels as the page shows it, with nothing lost to what the trace says: attention
+weights as the integers of the trace's 5-decimal rounding (w × 10⁵, split into three byte planes,
+which gzip packs ~25 % smaller than whole uint32s), Add & Norm sizes as × 10³ (3 decimals),
+FFN shares as × 10⁴ (4 decimals) — ``code / 10ᵈ`` is exactly the float the trace's JSON gives —
+and strips as the same int8 codes as ``/api/xray`` (the colours are those of those codes).
 """
 
 from __future__ import annotations
@@ -15,19 +30,30 @@ from __future__ import annotations
 import base64
 import math
 
+import numpy as np
+import orjson
 import torch
 
-from model.explain.record import RecordedPass
-from model.explain.trace import Trace
+from model.explain.record import ADD_NORM_NAMES, SUBLAYERS, RecordedPass
+from model.explain.trace import Trace, asdict_list, head_codes
 
 BLOCK_DIGITS = 4
 PREVIEW = 32  # weight matrices are shown as PREVIEW × PREVIEW block means (honestly labelled)
 OUTPUT_TOP = 20
+SAMPLING_ROWS = 15  # the sampling table's rows (static/js/xray/whatif.js DIST_ROWS)
+BARS = 5  # the output row's bars (static/js/xray/rows.js TOP_BARS)
+NORMS = ("residual_norm", "sublayer_norm", "normed_norm")  # what the narration quotes
 DECODER_ONLY = {"cross_attention", "add_norm3", "output"}
 
 
 def _round(values: torch.Tensor, digits: int) -> list:
     return torch.round(values.detach().double(), decimals=digits).tolist()
+
+
+def _strip_codes(vectors: torch.Tensor) -> tuple[float, np.ndarray]:
+    """``_strip``'s scale and int8 codes, as an array."""
+    scale = float(vectors.abs().max()) or 1.0
+    return scale, torch.round(vectors / scale * 127).to(torch.int8).numpy()
 
 
 def _strip(vectors: torch.Tensor) -> dict:
@@ -36,10 +62,9 @@ def _strip(vectors: torch.Tensor) -> dict:
     The strips are colours, so 1/127 of the stage's largest value is finer than any colour step;
     the exact numbers are in the trace and in the opened blocks.
     """
-    scale = float(vectors.abs().max()) or 1.0
-    codes = torch.round(vectors / scale * 127).to(torch.int8).contiguous()
+    scale, codes = _strip_codes(vectors)
     return {"scale": scale, "shape": list(vectors.shape),
-            "codes": base64.b64encode(codes.numpy().tobytes()).decode("ascii")}
+            "codes": base64.b64encode(np.ascontiguousarray(codes).tobytes()).decode("ascii")}
 
 
 def payload(trace: Trace, vocabulary: list[str]) -> dict:
@@ -67,6 +92,118 @@ def payload(trace: Trace, vocabulary: list[str]) -> dict:
         "length_penalty": trace.options.get("length_penalty", 0.6),
         **sides,
     }
+
+
+# -- the one answer the page reads ------------------------------------------------------------
+
+
+def pack(header: dict, arrays: dict[str, np.ndarray]) -> bytes:
+    """A JSON header and typed arrays in one body (the layout is in the module docstring)."""
+    layout, parts, offset = {}, [], 0
+    for name, array in arrays.items():
+        data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
+        layout[name] = {"dtype": str(array.dtype), "shape": list(array.shape), "offset": offset}
+        raw = data.tobytes()
+        parts.append(raw + b"\0" * (-len(raw) % 4))
+        offset += len(parts[-1])
+    head = orjson.dumps({**header, "arrays": layout})
+    head += b" " * (-len(head) % 4)
+    return len(head).to_bytes(4, "little") + head + b"".join(parts)
+
+
+def _planes(codes: np.ndarray) -> np.ndarray:
+    """uint32 codes below 2²⁴ → (3, …) uint8: the low, middle and high bytes apart."""
+    return np.stack([(codes >> shift) & 0xFF for shift in (0, 8, 16)]).astype(np.uint8)
+
+
+def _fixed(values, digits: int, dtype) -> np.ndarray:
+    """Numbers the trace rounded to ``digits`` decimals → the integers value × 10^digits."""
+    return np.rint(np.asarray(values, dtype=np.float64) * 10**digits).astype(dtype)
+
+
+def _sampling_rows(logits: torch.Tensor) -> dict:
+    """Per step, the sampling table at temperature 1 without top-k or top-p, as
+    ``static/js/xray/sampling.js`` computes it from all the logits: the 15 likeliest tokens' ids
+    and float32 logits, the largest logit and Σ exp(logit − max) summed in vocabulary order in
+    float64 (so the page's exp(logit − max) / sum is the table's probability), how many tokens
+    keep a probability above 0 and the mass they hold. Other knob settings need every logit
+    (``logits_view``)."""
+    values = logits.double().numpy()  # (T, V), −inf where the model may never produce the token
+    top = np.stack([_likeliest(row, SAMPLING_ROWS) for row in values])
+    maxima = values.max(axis=1)
+    with np.errstate(invalid="ignore"):
+        exps = np.exp(values - maxima[:, None])  # exp(−inf) = 0
+    sums = np.cumsum(exps, axis=1)[:, -1]  # left to right, as the page's loop adds
+    probs = exps / sums[:, None]
+    kept = probs > 0
+    mass = np.cumsum(np.where(kept, probs, 0.0), axis=1)[:, -1]
+    return {"ids": top.astype(np.uint16),
+            "logits": np.take_along_axis(values, top, axis=1).astype(np.float32),
+            "max": maxima.tolist(), "sum": sums.tolist(), "kept": kept.sum(axis=1).tolist(),
+            "mass": mass.tolist()}
+
+
+def _likeliest(row: np.ndarray, count: int) -> np.ndarray:
+    """The indices of the ``count`` largest values, largest first, ties by index (the order of
+    the page's stable sort)."""
+    count = min(count, row.size)
+    threshold = np.partition(row, row.size - count)[row.size - count]
+    candidates = np.flatnonzero(row >= threshold)
+    return candidates[np.lexsort((candidates, -row[candidates]))][:count]
+
+
+def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None) -> bytes:
+    """Everything the x-ray page draws for one sentence, packed (see the module docstring);
+    ``original``: when a prefix is forced, the tokens of the translation without it."""
+    recorded: RecordedPass = trace.recorded
+    arrays: dict[str, np.ndarray] = {}
+    stages = {}
+    for side in ("encoder", "decoder"):
+        named = recorded.stages(side)
+        strips = [_strip_codes(vectors) for _, _, vectors in named]
+        stages[side] = [{"name": name, "layer": layer, "scale": scale}
+                        for (name, layer, _), (scale, _) in zip(named, strips, strict=True)]
+        arrays[f"strips.{side}"] = np.stack([codes for _, codes in strips])  # (stages, L, D)
+        layers = trace.encoder if side == "encoder" else trace.decoder
+        add_norms = [ADD_NORM_NAMES[side][sublayer] for sublayer in SUBLAYERS[side]]
+        # (layers, Add & Norms, NORMS, positions) and (layers, positions)
+        arrays[f"norms.{side}"] = _fixed(
+            [[[layer[name][norm] for norm in NORMS] for name in add_norms] for layer in layers],
+            3, np.uint32)
+        arrays[f"ffn.{side}"] = _fixed([layer["ffn"]["active_share"] for layer in layers], 4,
+                                       np.uint16)
+    for kind, side, sublayer in (("encoder", "encoder", "self_attention"),
+                                 ("decoder_self", "decoder", "self_attention"),
+                                 ("cross", "decoder", "cross_attention")):
+        # (3 planes, layers, heads, queries, keys)
+        arrays[f"attention.{kind}"] = _planes(head_codes(recorded.records(side, f"attention:{sublayer}")))
+    sampling = _sampling_rows(recorded.logits[: len(trace.steps)])
+    arrays["sampling.ids"] = sampling.pop("ids")
+    arrays["sampling.logits"] = sampling.pop("logits")
+    sampling["tokens"] = [[vocabulary[i] for i in row] for row in arrays["sampling.ids"].tolist()]
+    steps = [{"token": step.token, "prob": step.prob, "forced": step.forced,
+              "top": [{"token": c.token, "prob": c.prob} for c in step.top[:BARS]]}
+             for step in trace.steps]
+    header = {
+        "text": trace.text, "translation": trace.translation, "finished": trace.finished,
+        "source_tokens": trace.source_tokens, "target_tokens": trace.target_tokens,
+        "decoder_input": trace.decoder_input, "options": trace.options,
+        "length_penalty": trace.options.get("length_penalty", 0.6),
+        "steps": steps, "beam": asdict_list(trace.beam), "original": original,
+        # the narration quotes the first three numbers of a source token's embedding
+        "embedding_head": [row[:3] for row in trace.embeddings["encoder"]["sum"]],
+        "norms": list(NORMS), "stages": stages, "sampling": sampling,
+        "vocab_size": len(vocabulary),
+    }
+    return pack(header, arrays)
+
+
+def logits_view(trace: Trace, vocabulary: list[str]) -> bytes:
+    """Every step's logits over the vocabulary (float32, exactly the model's; −inf where the
+    model may never produce the token) and the vocabulary, packed: what the sampling knobs redo
+    softmax, top-k and top-p on in the browser."""
+    logits = trace.recorded.logits[: len(trace.steps)].float().numpy()
+    return pack({"vocab": vocabulary}, {"logits": logits})
 
 
 # -- one block, opened --------------------------------------------------------------------------

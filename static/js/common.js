@@ -140,8 +140,9 @@ const ITT = (() => {
     box.hidden = true;
   }
 
-  /** The one way to the server: fetch JSON, count the request as busy, reject with the
-      server's message. */
+  /** The one way to the server: fetch JSON (or, when the server answers
+      application/octet-stream, the bytes as an ArrayBuffer), count the request as busy, reject
+      with the server's message. */
   async function request(url, init) {
     setBusy(+1);
     try {
@@ -151,6 +152,8 @@ const ITT = (() => {
       } catch (error) {
         throw new Error(t("error.network"));
       }
+      const binary = response.ok && (response.headers.get("Content-Type") || "").startsWith("application/octet-stream");
+      if (binary) return await response.arrayBuffer();
       const data = await response.json().catch(() => ({}));
       if (!response.ok) {
         const fix = response.status === 422 && Array.isArray(data.errors) ? inputFix(data.errors) : null;

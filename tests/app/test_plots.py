@@ -32,7 +32,7 @@ def test_attention_heatmap_has_tokens_on_both_axes(trace):
     )
     heatmap = figure["data"][0]
     assert heatmap["type"] == "heatmap"
-    assert heatmap["colorscale"] == "Cividis"
+    assert heatmap["colorscale"] == plots.ATTENTION_SCALE  # the palette's sequential scale
     assert (heatmap["zmin"], heatmap["zmax"]) == (0, 1)
     assert [x.replace("\u200b", "") for x in heatmap["x"]] == trace.source_tokens
     assert [y.replace("\u200b", "") for y in heatmap["y"]] == trace.decoder_input
@@ -114,3 +114,20 @@ def test_a_title_keeps_special_tokens_plotly_would_drop_as_tags(app_client):
               and "layout" in f]
     assert any("&lt;bos&gt;" in title for title in titles)
     assert not any("<bos>" in title for title in titles)
+
+
+def test_colour_scales_are_the_palettes():
+    """Issue 24 item 5: every figure colours signed values and probabilities with the palette."""
+    from app import palette
+    from app.pages import embeddings, kv_cache
+
+    assert plots.DIVERGING == palette.colorscale(palette.DIVERGING)
+    assert plots.ATTENTION_SCALE == palette.colorscale(palette.SEQUENTIAL)
+    assert plots.FONT["size"] == palette.PLOT_FONT_PX
+    heat = plots.attention_heatmap([[0.2, 0.8]], ["a"], ["b", "c"])["data"][0]
+    assert heat["colorscale"] == plots.ATTENTION_SCALE and (heat["zmin"], heat["zmax"]) == (0, 1)
+    signed = [embeddings.vectors_heatmap([[0.5, -2.0]], ["a"], "x")["data"][0],
+              kv_cache.kv_rows_figure([[0.5, -2.0]], ["a"])["data"][0]]
+    for trace in signed:  # negative blue, positive red, centred on 0, never reversed
+        assert trace["colorscale"] == plots.DIVERGING and not trace.get("reversescale")
+        assert trace["zmin"] == -trace["zmax"]

@@ -6,6 +6,8 @@ import { barCell, cfg, colour, el, fixed, scaleOf, t } from "./dom.js";
 import { current } from "./frames.js";
 import { attentionMatrix } from "./overlay.js";
 
+const palette = ITT.palette;
+
 function blockPosition(row) {
   if (S.focus && S.focus.side === row.side) return S.focus.pos;
   if (row.side === "decoder") return Math.max(0, current().t - 1);
@@ -110,7 +112,7 @@ function heatmapStep(row, head, position) {
   for (let i = 0; i < rows; i++) {
     for (let j = 0; j < cols; j++) {
       const masked = row.kind === "decoder_self" && j > i;
-      ctx.fillStyle = masked ? "#d9d9d9" : `rgba(0, 114, 178, ${Math.min(1, matrix[i][j]).toFixed(3)})`;
+      ctx.fillStyle = masked ? palette.css("--masked") : palette.rgb(palette.sequential(matrix[i][j]));
       ctx.fillRect(j * cell, i * cell, cell - (cell > 5 ? 1 : 0), cell - (cell > 5 ? 1 : 0));
       if (masked && cell > 5) {
         ctx.strokeStyle = "#aaa";
@@ -121,7 +123,7 @@ function heatmapStep(row, head, position) {
       }
     }
   }
-  ctx.strokeStyle = "#e69f00";
+  ctx.strokeStyle = palette.css("--chosen");
   ctx.lineWidth = 2;
   ctx.strokeRect(1, Math.min(position, rows - 1) * cell + 1, cols * cell - 2, cell - 2);
   canvas.addEventListener("mousemove", (event) => {
@@ -175,8 +177,8 @@ function cells(name, label, dims, keys, values, kind) {
     cell.dataset.value = v === null ? "-inf" : String(v);
     cell.dataset.key = keys[i];
     if (kind === "weights" && v !== null) {
-      cell.style.background = `rgba(0, 114, 178, ${Math.min(0.85, v).toFixed(3)})`;
-      if (v > 0.45) cell.classList.add("xr-strong");
+      cell.style.background = palette.rgb(palette.sequential(v));
+      if (v > 0.55) cell.classList.add("xr-strong");
     }
     if (v === null) cell.title = t("xray.b.future");
     box.append(cell);

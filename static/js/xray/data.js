@@ -1,38 +1,125 @@
-/* Decoding the /api/xray payload: int8 strips and base64 float32 logits (no page access). */
+/* Decoding the x-ray's packed answers (no page access): POST /api/xray/view, the one download per
+   sentence, and POST /api/xray/logits, asked for when a sampling knob first turns. The layout is
+   model/explain/xray.py's: a uint32 header length, a JSON header, then typed arrays. */
 
-/** int8 codes (base64) and a scale → one Float32Array per position: code / 127 × scale. */
-export function decodeStrip(stage) {
-  const bytes = Uint8Array.from(atob(stage.codes), (c) => c.charCodeAt(0));
-  const codes = new Int8Array(bytes.buffer);
-  const [length, d] = stage.shape;
-  const factor = stage.scale / 127;
-  const rows = [];
-  for (let i = 0; i < length; i++) {
-    const row = new Float32Array(d);
-    for (let j = 0; j < d; j++) row[j] = codes[i * d + j] * factor;
-    rows.push(row);
+const TYPES = { int8: Int8Array, uint8: Uint8Array, uint16: Uint16Array, uint32: Uint32Array, float32: Float32Array };
+const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** A packed answer → { header, arrays: name → { data (a typed array), shape } }. */
+export function unpack(buffer) {
+  const length = new DataView(buffer).getUint32(0, true);
+  const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length)));
+  const start = 4 + length;
+  const arrays = {};
+  for (const [name, { dtype, shape, offset }] of Object.entries(header.arrays)) {
+    const Type = TYPES[dtype];
+    const count = shape.reduce((a, b) => a * b, 1);
+    let data;
+    if (LITTLE || Type.BYTES_PER_ELEMENT === 1) {
+      data = new Type(buffer, start + offset, count); // every array starts at a multiple of 4
+    } else {
+      const view = new DataView(buffer, start + offset);
+      const get = { 2: (i) => view.getUint16(i * 2, true), 4: dtype === "float32"
+        ? (i) => view.getFloat32(i * 4, true) : (i) => view.getUint32(i * 4, true) }[Type.BYTES_PER_ELEMENT];
+      data = Type.from({ length: count }, (_, i) => get(i));
+    }
+    arrays[name] = { data, shape };
   }
-  return rows;
+  return { header, arrays };
 }
 
-/** steps × vocabulary float32 (little-endian, base64) → one Float32Array per step (−∞ where
-    the model may never produce the token). */
-export function decodeLogits(block) {
-  const bytes = Uint8Array.from(atob(block.float32), (c) => c.charCodeAt(0));
-  const [steps, vocab] = block.shape;
-  let all;
-  if (new Uint8Array(new Uint16Array([1]).buffer)[0] === 1) {
-    all = new Float32Array(bytes.buffer); // this machine is little-endian too: no copy
-  } else {
-    const view = new DataView(bytes.buffer);
-    all = Float32Array.from({ length: steps * vocab }, (_, i) => view.getFloat32(i * 4, true));
-  }
-  return Array.from({ length: steps }, (_, i) => all.subarray(i * vocab, (i + 1) * vocab));
+/** (stages, L, d) int8 codes and each stage's scale → per stage, one Float32Array per
+    position: code / 127 × scale (the numbers /api/xray's strips decode to). */
+function strips({ data, shape: [stages, length, d] }, scales) {
+  return scales.map((scale, s) => {
+    const factor = scale / 127;
+    const rows = [];
+    for (let i = 0; i < length; i++) {
+      const row = new Float32Array(d);
+      const base = (s * length + i) * d;
+      for (let j = 0; j < d; j++) row[j] = data[base + j] * factor;
+      rows.push(row);
+    }
+    return rows;
+  });
 }
 
-/** The payload as the page uses it: strips as arrays of vectors, logits as Float32Arrays. */
-export function decodeXray(xr) {
-  for (const side of ["encoder", "decoder"]) xr[side].values = xr[side].values.map(decodeStrip);
-  xr.logits = decodeLogits(xr.logits);
-  return xr;
+/** Nested arrays of plain numbers, code / divisor, for an array's shape (from its first axis). */
+function nested(values, shape, divisor, at = 0, axis = 0) {
+  if (axis === shape.length - 1) {
+    const out = new Array(shape[axis]);
+    for (let i = 0; i < shape[axis]; i++) out[i] = values[at + i] / divisor;
+    return out;
+  }
+  const stride = shape.slice(axis + 1).reduce((a, b) => a * b, 1);
+  return Array.from({ length: shape[axis] }, (_, i) => nested(values, shape, divisor, at + i * stride, axis + 1));
+}
+
+/** Three byte planes (low, middle, high) → the uint32 codes they split. */
+function joinPlanes({ data, shape: [, ...shape] }) {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const codes = new Uint32Array(n);
+  for (let i = 0; i < n; i++) codes[i] = data[i] | (data[n + i] << 8) | (data[2 * n + i] << 16);
+  return { codes, shape };
+}
+
+/** [layer][head][query][key] attention weights, code / 10⁵: the trace's 5-decimal numbers. */
+function attention(array) {
+  const { codes, shape } = joinPlanes(array);
+  return nested(codes, shape, 1e5);
+}
+
+/** Per layer of a side, what the page reads of /api/trace's layers: the attention weights, each
+    Add & Norm's three sizes (code / 10³) and the FFN's active share (code / 10⁴). */
+function layers(header, arrays, side) {
+  const norms = nested(arrays[`norms.${side}`].data, arrays[`norms.${side}`].shape, 1e3);
+  const ffn = nested(arrays[`ffn.${side}`].data, arrays[`ffn.${side}`].shape, 1e4);
+  const names = side === "encoder" ? ["add_norm1", "add_norm2"] : ["add_norm1", "add_norm2", "add_norm3"];
+  const self = attention(arrays[side === "encoder" ? "attention.encoder" : "attention.decoder_self"]);
+  const cross = side === "decoder" ? attention(arrays["attention.cross"]) : null;
+  return self.map((heads, l) => {
+    const layer = { self_attention: heads, ffn: { active_share: ffn[l] } };
+    if (cross) layer.cross_attention = cross[l];
+    names.forEach((name, a) => {
+      layer[name] = Object.fromEntries(header.norms.map((norm, k) => [norm, norms[l][a][k]]));
+    });
+    return layer;
+  });
+}
+
+/** /api/xray/view → { trace, xr, original }: trace with the fields of /api/trace the page reads,
+    xr the strips, the sampling table's rows and the length penalty (logits: null until asked),
+    original the unforced translation's steps when a prefix was forced. */
+export function decodeView(buffer) {
+  const { header: h, arrays } = unpack(buffer);
+  const trace = {
+    text: h.text, translation: h.translation, finished: h.finished, options: h.options,
+    source_tokens: h.source_tokens, target_tokens: h.target_tokens, decoder_input: h.decoder_input,
+    steps: h.steps, beam: h.beam, embeddings: { encoder: { sum: h.embedding_head } },
+    encoder: layers(h, arrays, "encoder"), decoder: layers(h, arrays, "decoder"),
+  };
+  const scales = (side) => h.stages[side].map((stage) => stage.scale);
+  const ids = arrays["sampling.ids"];
+  const [steps, rows] = ids.shape;
+  const sampling = Array.from({ length: steps }, (_, t) => ({
+    ids: Array.from(ids.data.subarray(t * rows, (t + 1) * rows)),
+    logits: arrays["sampling.logits"].data.subarray(t * rows, (t + 1) * rows),
+    tokens: h.sampling.tokens[t], max: h.sampling.max[t], sum: h.sampling.sum[t],
+    kept: h.sampling.kept[t], mass: h.sampling.mass[t],
+  }));
+  const xr = {
+    encoder: { stages: h.stages.encoder, values: strips(arrays["strips.encoder"], scales("encoder")) },
+    decoder: { stages: h.stages.decoder, values: strips(arrays["strips.decoder"], scales("decoder")) },
+    length_penalty: h.length_penalty, vocabSize: h.vocab_size, sampling, logits: null, vocab: null,
+  };
+  const original = h.original ? { steps: h.original.map((token) => ({ token })) } : null;
+  return { trace, xr, original };
+}
+
+/** /api/xray/logits → { logits: one Float32Array per step (−∞ where the model may never
+    produce the token), vocab }. */
+export function decodeLogits(buffer) {
+  const { header, arrays } = unpack(buffer);
+  const { data, shape: [steps, vocab] } = arrays.logits;
+  return { vocab: header.vocab, logits: Array.from({ length: steps }, (_, i) => data.subarray(i * vocab, (i + 1) * vocab)) };
 }

@@ -1,5 +1,5 @@
 /* What every part of the picture shares: the page's configuration and strings, element builders,
-   the diverging colour scale. ITT is common.js's global (loaded before this module). */
+   the palette's colour scales (ITT.palette). ITT is common.js's global (loaded before this module). */
 
 export const t = ITT.t;
 export const cfg = ITT.pageData.config; // d_model, n_heads, layer counts, d_ff, activation
@@ -17,26 +17,11 @@ export function svg(tag, attrs, text) {
   return node;
 }
 
-/** Diverging colour for value v on a ±m scale: blue (negative) – white – red (positive). */
-export function colour(v, m) {
-  const x = Math.max(-1, Math.min(1, v / (m || 1)));
-  const a = Math.abs(x);
-  return x >= 0
-    ? [255 - a * (255 - 178), 255 - a * (255 - 24), 255 - a * (255 - 43)]
-    : [255 - a * (255 - 33), 255 - a * (255 - 102), 255 - a * (255 - 172)];
-}
+/** Diverging colour for value v on a ±m scale: the palette's (blue negative, red positive). */
+export const colour = ITT.palette.diverging;
 
 /** The value below which 98% of |v| fall: a colour scale that one outlier cannot wash out. */
-export function scaleOf(rows) {
-  let n = 0;
-  for (const row of rows) n += row.length;
-  if (!n) return 1;
-  const all = new Float32Array(n);
-  let i = 0;
-  for (const row of rows) for (const v of row) all[i++] = Math.abs(v);
-  all.sort(); // typed arrays sort numerically, without a comparator call per pair
-  return all[Math.min(n - 1, Math.floor(n * 0.98))] || 1;
-}
+export const scaleOf = ITT.palette.robustScale;
 
 export function argmax(values, skip) {
   let best = -1;

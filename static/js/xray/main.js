@@ -6,14 +6,14 @@
    User text only ever reaches the page through textContent or SVG text nodes.
 
    This module loads the sentence the URL describes and wires the controls. The parts:
-   state.js (the one state object), data.js (decoding /api/xray), frames.js (the timeline),
+   state.js (the one state object), data.js (decoding /api/xray/view), frames.js (the timeline),
    rows.js (rows, layout, strips), overlay.js (lines, bars, tokens), narration.js, player.js
    (render, play, step, scroll, motion), whatif.js (sampling knobs, forcing, comparison),
    sampling.js and beam.js (the formulas copied from Python, pure), beamtree.js, blocks.js. */
 
 import { S, saveFrame } from "./state.js";
 import { $, cfg } from "./dom.js";
-import { decodeXray } from "./data.js";
+import { decodeView } from "./data.js";
 import { buildFrames, current, frameAtOrAfter } from "./frames.js";
 import { buildRows, buildTokens, heatLinks, layoutAll } from "./rows.js";
 import { go, pause, play, render, setFocus, stepTime, tick } from "./player.js";
@@ -22,24 +22,20 @@ import { renderBlock, toggleBlock } from "./blocks.js";
 import { drawBeam } from "./beamtree.js";
 import { filterDistribution } from "./sampling.js";
 
-/** Fetch the trace and the x-ray data for the URL's request, then build and draw everything. */
+/** Fetch what the x-ray draws for the URL's request (one answer), then build and draw everything. */
 async function reload() {
   document.body.dataset.xray = "loading";
   S.playing = false;
   clearTimeout(S.timer);
   ITT.clearError();
   const req = ITT.requestFromURL();
-  const calls = [ITT.api("/api/trace", req), ITT.api("/api/xray", req)];
-  if (req.forced_prefix && req.forced_prefix.length) {
-    const plain = { ...req };
-    delete plain.forced_prefix;
-    calls.push(ITT.api("/api/trace", plain));
-  }
-  const [trace, xr, original] = await Promise.all(calls);
+  // one download per sentence: what the picture draws (all logits come when a knob turns)
+  const { trace, xr, original } = decodeView(await ITT.api("/api/xray/view", req));
   S.req = req;
   S.trace = trace;
-  S.xr = decodeXray(xr);
-  S.original = original || null;
+  S.xr = xr;
+  S.logits = null;
+  S.original = original;
   S.focus = null;
   for (const state of S.open.values()) { state.position = null; state.row.panel.hidden = true; }
   S.open.clear();

@@ -177,7 +177,7 @@ function outputBars(row, frame, reached) {
     const group = svg("g", { "data-token": c.token, class: chosen ? "xr-bar-chosen" : "" });
     group.append(svg("text", { x: 2, y: y + 10, "font-size": 12, fill: "#1d2330" }, c.token));
     group.append(svg("rect", { x: labelW, y, width: Math.max(1, barMax * c.prob), height: 11, rx: 2,
-      fill: chosen && reached ? "#e69f00" : "#8aa6c1", opacity: reached ? 1 : 0.5 }));
+      fill: ITT.palette.css(chosen && reached ? "--chosen" : "--dist-model"), opacity: reached ? 1 : 0.5 }));
     group.append(svg("text", { x: labelW + Math.max(1, barMax * c.prob) + 4, y: y + 10, "font-size": 10.5,
       fill: "#333" }, fixed(c.prob, 3)));
     out.push(group);

@@ -3,9 +3,12 @@
 
 export const S = {
   req: null, // the request body the URL describes (sentence, strategy, forced prefix …)
-  trace: null, // /api/trace for that request: tokens, attention, steps, beam nodes
-  xr: null, // /api/xray for it, decoded: strips per stage, logits per step, vocabulary
-  original: null, // when a prefix is forced, the trace without it (for the comparison)
+  trace: null, // /api/xray/view for that request, decoded into /api/trace's shape: tokens,
+  //               attention, Add & Norm sizes, FFN shares, steps (top 5), beam nodes
+  xr: null, // the rest of it: strips per stage, the sampling table's rows per step, length
+  //           penalty; xr.logits and xr.vocab stay null until a knob turns (/api/xray/logits)
+  logits: null, // the pending /api/xray/logits request for this trace, once asked
+  original: null, // when a prefix is forced, the unforced translation's steps (for the comparison)
   detail: "blocks", // the timeline: "blocks" (every sub-step) or "steps" (one frame per time step)
   frames: [], // the timeline: one entry per frame, built by frames.js
   frame: 0, // index into frames of the frame on screen

@@ -1,9 +1,11 @@
 /* The what-ifs: the sampling knobs on the current step's real logits, a seeded draw, decoding the
-   whole sentence with the knobs, forcing a character, and the original beside the forced run. */
+   whole sentence with the knobs, forcing a character, and the original beside the forced run.
+   The table starts from the view's rows; every logit is asked for when a knob first turns. */
 
 import { S } from "./state.js";
 import { $, barCell, el, fixed, t } from "./dom.js";
 import { current, frameIndex } from "./frames.js";
+import { decodeLogits } from "./data.js";
 import { filterDistribution, pick, seeded, softmax } from "./sampling.js";
 
 const DIST_ROWS = 15;
@@ -26,62 +28,106 @@ function samplingStep() {
   return Math.min(frame.t === 0 ? 0 : frame.t - 1, S.trace.steps.length - 1);
 }
 
+function atStart(settings) {
+  return settings.temperature === 1 && !settings.topK && settings.topP === null;
+}
+
+/** Every logit of this sentence, asked for once per trace (the view carries only the table's
+    rows at the knobs' starting values); resolves when S.xr.logits and S.xr.vocab are set. */
+export function loadLogits() {
+  if (!S.logits) {
+    const trace = S.trace;
+    S.logits = ITT.api("/api/xray/logits", S.req).then((buffer) => {
+      if (S.trace === trace) Object.assign(S.xr, decodeLogits(buffer));
+    }).catch((error) => {
+      if (S.trace === trace) S.logits = null; // asked again at the next turn of a knob
+      ITT.showError(error.message);
+    });
+  }
+  return S.logits;
+}
+
+/** The table's numbers from every logit, for any knob settings: sampling.js on all of them. */
+function fromLogits(stepIndex, settings) {
+  const logits = S.xr.logits[stepIndex];
+  if (!logits) return null;
+  const model = softmax(logits);
+  const { probs, cut } = filterDistribution(logits, settings.temperature, settings.topK, settings.topP);
+  let kept = 0;
+  for (let i = 0; i < probs.length; i++) if (probs[i] > 0) kept++;
+  // the mass before rescaling, under the temperature-scaled distribution
+  const scaled = filterDistribution(logits, settings.temperature, null, null).probs;
+  let mass = 0;
+  for (let i = 0; i < probs.length; i++) if (probs[i] > 0) mass += scaled[i];
+  const order = Array.from(model.keys()).sort((a, b) => model[b] - model[a]).slice(0, DIST_ROWS);
+  return { probs, cut, kept, mass, size: probs.length, order, token: (id) => S.xr.vocab[id],
+    model: (id) => model[id], chance: (id) => probs[id] };
+}
+
+/** The same numbers at temperature 1 without top-k or top-p, from the view's rows alone: the
+    15 likeliest tokens' logits, the largest logit and Σ exp(logit − max), so exp(logit − max) / sum
+    is filterDistribution's probability (tests/e2e/test_xray_formulas.py holds the two equal). */
+function fromRows(stepIndex) {
+  const rows = S.xr.sampling[stepIndex];
+  if (!rows) return null;
+  const p = new Map(rows.ids.map((id, i) => [id, Math.exp(rows.logits[i] - rows.max) / rows.sum]));
+  const token = new Map(rows.ids.map((id, i) => [id, rows.tokens[i]]));
+  return { probs: null, cut: new Map(), kept: rows.kept, mass: rows.mass, size: S.xr.vocabSize,
+    order: rows.ids.slice(0, DIST_ROWS), token: (id) => token.get(id), model: (id) => p.get(id), chance: (id) => p.get(id) };
+}
+
 /** The sampling table for the current step: the model's probabilities and the knobs' ones. */
 export function drawSampling() {
   const stepIndex = samplingStep();
-  const logits = S.xr.logits[stepIndex];
   const settings = samplingSettings();
   $("xr-temperature-out").textContent = fixed(settings.temperature, 2);
   $("xr-topk-out").textContent = settings.topK ? String(settings.topK) : "0";
   $("xr-topp-out").textContent = fixed(settings.topP ?? 1, 2);
   $("xr-sampling-step").textContent = t("xray.sampling_step", { t: stepIndex + 1 });
-  if (!logits) return;
-  const model = softmax(logits);
-  const { probs, cut } = filterDistribution(logits, settings.temperature, settings.topK, settings.topP);
-  S.sampled = { stepIndex, probs, settings };
-  let kept = 0;
-  let keptMass = 0;
-  for (let i = 0; i < probs.length; i++) if (probs[i] > 0) { kept++; keptMass += model[i]; }
-  // the mass before rescaling, under the temperature-scaled distribution
-  const scaled = filterDistribution(logits, settings.temperature, null, null).probs;
-  let massBefore = 0;
-  for (let i = 0; i < probs.length; i++) if (probs[i] > 0) massBefore += scaled[i];
-  $("xr-kept").textContent = t("xray.kept", { n: kept, v: probs.length, mass: fixed(massBefore * 100, 1) });
-  const order = Array.from(model.keys()).sort((a, b) => model[b] - model[a]).slice(0, DIST_ROWS);
+  if (!S.xr.logits && !atStart(settings)) {
+    const trace = S.trace;
+    loadLogits().then(() => { if (S.trace === trace && S.xr.logits) drawSampling(); });
+    return;
+  }
+  const d = S.xr.logits ? fromLogits(stepIndex, settings) : fromRows(stepIndex);
+  if (!d) return;
+  S.sampled = d.probs ? { stepIndex, probs: d.probs, settings } : null;
+  $("xr-kept").textContent = t("xray.kept", { n: d.kept, v: d.size, mass: fixed(d.mass * 100, 1) });
   const step = S.trace.steps[stepIndex];
-  const vocab = S.xr.vocab;
   const body = $("xr-dist-body");
   if (body.xrFor === S.trace && body.xrStep === stepIndex) {
     // same rows (ordered by the model's own probability): update in place so the bars glide
     for (const tr of body.children) {
       const id = Number(tr.dataset.id);
-      tr.dataset.new = probs[id].toFixed(6);
-      tr.classList.toggle("xr-cut", cut.has(id));
+      const p = d.chance(id);
+      tr.dataset.new = p.toFixed(6);
+      tr.classList.toggle("xr-cut", d.cut.has(id));
       const bar = tr.querySelector(".xr-new");
-      bar.firstChild.style.width = `${(probs[id] * 100).toFixed(2)}%`;
-      bar.lastChild.textContent = cut.has(id) ? t(cut.get(id) === "k" ? "xray.cut_k" : "xray.cut_p") : fixed(probs[id], 4);
+      bar.firstChild.style.width = `${(p * 100).toFixed(2)}%`;
+      bar.lastChild.textContent = d.cut.has(id) ? t(d.cut.get(id) === "k" ? "xray.cut_k" : "xray.cut_p") : fixed(p, 4);
     }
     return;
   }
   body.xrFor = S.trace;
   body.xrStep = stepIndex;
-  body.replaceChildren(...order.map((id) => {
+  body.replaceChildren(...d.order.map((id) => {
+    const token = d.token(id);
     const tr = el("tr");
-    tr.dataset.token = vocab[id];
+    tr.dataset.token = token;
     tr.dataset.id = id;
-    tr.dataset.model = model[id].toFixed(6);
-    tr.dataset.new = probs[id].toFixed(6);
-    if (cut.has(id)) tr.classList.add("xr-cut");
-    if (vocab[id] === step.token) tr.classList.add("xr-chosen");
-    const tok = el("td", vocab[id], "xr-tok");
+    tr.dataset.model = d.model(id).toFixed(6);
+    tr.dataset.new = d.chance(id).toFixed(6);
+    if (d.cut.has(id)) tr.classList.add("xr-cut");
+    if (token === step.token) tr.classList.add("xr-chosen");
+    const tok = el("td", token, "xr-tok");
     tok.setAttribute("lang", "zh-CN");
-    tr.append(tok, barCell(model[id], false, null), barCell(probs[id], true, cut.get(id)));
+    tr.append(tok, barCell(d.model(id), false, null), barCell(d.chance(id), true, d.cut.get(id)));
     const action = el("td");
-    if (vocab[id] !== step.token && !UNFORCEABLE.includes(vocab[id])) {
+    if (token !== step.token && !UNFORCEABLE.includes(token)) {
       const button = el("button", t("xray.force_short"), "secondary");
       button.type = "button";
-      button.setAttribute("aria-label", t("xray.force", { tok: vocab[id], t: stepIndex + 1 }));
-      button.addEventListener("click", () => force(stepIndex, vocab[id]));
+      button.setAttribute("aria-label", t("xray.force", { tok: token, t: stepIndex + 1 }));
+      button.addEventListener("click", () => force(stepIndex, token));
       action.append(button);
     }
     tr.append(action);
@@ -90,7 +136,13 @@ export function drawSampling() {
 }
 
 /** Draw one character from the knobs' distribution with the seed, and offer to force it. */
-export function draw() {
+export async function draw() {
+  if (!S.xr.logits) {
+    const trace = S.trace;
+    await loadLogits();
+    if (S.trace !== trace || !S.xr.logits) return;
+    drawSampling();
+  }
   if (!S.sampled) return;
   const seed = Math.max(0, Math.min(2147483647, Number.parseInt($("xr-seed").value, 10) || 0));
   const u = seeded(seed)();

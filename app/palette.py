@@ -1,0 +1,65 @@
+"""The one visual language of every page: what each colour means, the two colour scales, the type
+scale and the rule that sizes a colour scale to its values.
+
+Defined here once. ``app/plots.py`` builds every Plotly figure's colours from it;
+``static/css/app.css`` carries the same values as CSS custom properties (``python -m app.palette``
+prints that block, ``tests/app/test_palette.py`` holds the two equal); the browser reads them
+back through ``ITT.palette`` (``static/js/common.js``), so the x-ray's canvases and the server's
+figures colour one number alike.
+"""
+
+from __future__ import annotations
+
+# Okabe–Ito colours: distinguishable with colour-vision deficiency.
+BLUE, ORANGE, GREY = "#0072B2", "#E69F00", "#999999"
+GREEN, VERMILION, PURPLE = "#009E73", "#D55E00", "#CC79A7"
+
+# Signed values (vector entries, scores, attributions): negative blue, zero near-white, positive
+# red, in the order of the values (ColorBrewer RdBu, 9 classes).
+DIVERGING = ("#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7",
+             "#fddbc7", "#f4a582", "#d6604d", "#b2182b")
+# Probabilities and attention weights, 0 → 1: white to dark purple (ColorBrewer Purples), one hue
+# that is in neither end of the diverging scale, so a weight never reads as a sign.
+SEQUENTIAL = ("#fcfbfd", "#efedf5", "#dadaeb", "#bcbddc", "#9e9ac8",
+              "#807dba", "#6a51a3", "#54278f", "#3f007d")
+MODEL = "#8a929e"  # the model's own next-character distribution
+FILTERED = BLUE  # the distribution after the sampling filter (temperature, top-k, top-p)
+CHOSEN = ORANGE  # the character the decoder chose
+MASKED = "#d9d9d9"  # a masked (−∞) score
+
+# Type scale in rem (1 rem = 16 px): every font size on a page is one of these.
+TYPE_SCALE = {"xs": 0.75, "sm": 0.85, "md": 1.0, "lg": 1.2, "xl": 1.7}
+PLOT_FONT_PX = 12  # Plotly's text: between xs and sm
+PLOT_TITLE_PX = 14
+
+ROBUST_SHARE = 0.98  # a signed scale spans ±m with this share of |values| inside it
+
+
+def colorscale(stops: tuple[str, ...]) -> list[list]:
+    """Evenly spaced stops as a Plotly colorscale, ``[[0, c0], …, [1, cN]]``."""
+    last = len(stops) - 1
+    return [[round(i / last, 6), colour] for i, colour in enumerate(stops)]
+
+
+def robust_scale(rows: list[list[float]]) -> float:
+    """The value below which 98 % of |v| fall (``static/js/common.js``'s ``robustScale`` is its
+    copy): a colour scale one outlier cannot wash out; values beyond it take the end colours."""
+    values = sorted(abs(v) for row in rows for v in row)
+    if not values:
+        return 1.0
+    return values[min(len(values) - 1, int(len(values) * ROBUST_SHARE))] or 1.0
+
+
+def css_variables() -> dict[str, str]:
+    """The palette as CSS custom properties, as ``static/css/app.css``'s ``:root`` holds them."""
+    names = {f"--div-{i}": c for i, c in enumerate(DIVERGING)}
+    names.update({f"--seq-{i}": c for i, c in enumerate(SEQUENTIAL)})
+    names.update({"--dist-model": MODEL, "--dist-filtered": FILTERED, "--chosen": CHOSEN,
+                  "--masked": MASKED, "--robust-share": str(ROBUST_SHARE)})
+    names.update({f"--fs-{name}": f"{size}rem" for name, size in TYPE_SCALE.items()})
+    return names
+
+
+if __name__ == "__main__":
+    for name, value in css_variables().items():
+        print(f"  {name}: {value};")  # the block to paste into app.css's :root

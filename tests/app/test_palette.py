@@ -1,0 +1,55 @@
+"""app/palette.py: one visual language, defined once and carried to the browser by app.css."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from app import palette
+
+APP_CSS = Path(__file__).resolve().parents[2] / "static" / "css" / "app.css"
+
+
+def root_variables() -> dict[str, str]:
+    """The custom properties of app.css's first :root block."""
+    block = re.search(r":root\s*\{(.*?)\}", APP_CSS.read_text(encoding="utf-8"), re.S).group(1)
+    return dict(re.findall(r"(--[\w-]+)\s*:\s*([^;]+);", block))
+
+
+def test_app_css_carries_the_palette():
+    css = root_variables()
+    for name, value in palette.css_variables().items():
+        assert css.get(name, "").lower() == value.lower(), \
+            f"app.css {name} is {css.get(name)!r}, the palette says {value!r}: paste `python -m app.palette`"
+    # the page's accents are the palette's colours too
+    assert css["--accent"].lower() == palette.BLUE.lower()
+    assert css["--accent-2"].lower() == palette.ORANGE.lower()
+
+
+def test_scales_run_light_to_dark_and_diverge_from_white():
+    def lightness(hex_colour: str) -> float:
+        r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    seq = [lightness(c) for c in palette.SEQUENTIAL]
+    assert seq == sorted(seq, reverse=True)  # 0 is the lightest, 1 the darkest
+    div = [lightness(c) for c in palette.DIVERGING]
+    middle = len(div) // 2
+    assert len(div) % 2 == 1 and max(div) == div[middle]  # zero is the lightest
+    assert div[:middle + 1] == sorted(div[:middle + 1]) and div[middle:] == sorted(div[middle:], reverse=True)
+    negative, positive = palette.DIVERGING[0], palette.DIVERGING[-1]
+    assert int(negative[5:7], 16) > int(negative[1:3], 16)  # negative is blue
+    assert int(positive[1:3], 16) > int(positive[5:7], 16)  # positive is red
+
+
+def test_robust_scale_is_not_set_by_one_outlier():
+    rows = [[float(i % 10) - 4.5 for i in range(100)], [1000.0] + [0.5] * 99]
+    assert palette.robust_scale(rows) == pytest.approx(4.5)
+    assert palette.robust_scale([]) == 1.0 and palette.robust_scale([[0.0, 0.0]]) == 1.0
+
+
+def test_colorscale_spreads_the_stops_evenly():
+    scale = palette.colorscale(("#000000", "#808080", "#ffffff"))
+    assert scale == [[0.0, "#000000"], [0.5, "#808080"], [1.0, "#ffffff"]]
