@@ -89,3 +89,20 @@ def test_short_pages_have_no_list(page, server):
     page.goto(f"{server}/tokens")
     wait_idle(page)
     assert page.locator("#toc").count() == 0
+
+
+@pytest.mark.parametrize("path", ["/", "/decode"])
+def test_keyboard_hints_are_for_keyboards_only(browser, server, path):
+    for touch, shown in [(False, True), (True, False)]:
+        context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=touch,
+                                      is_mobile=touch, locale="en-US")
+        page = context.new_page()
+        page.goto(f"{server}{path}?text=The+cat+sits+on+the+mat.&max_len=6")
+        hints = page.locator(".keys-hint")
+        assert hints.count() == 1
+        assert hints.first.is_visible() is shown, (path, touch)
+        # the always-shown introduction no longer names keys, nor a side a phone does not have
+        lead = page.locator("p.lead").first.text_content()
+        assert "←" not in lead.replace(hints.first.text_content(), "")
+        assert "(left)" not in lead
+        context.close()
