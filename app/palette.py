@@ -32,7 +32,7 @@ TYPE_SCALE = {"xs": 0.75, "sm": 0.85, "md": 1.0, "lg": 1.2, "xl": 1.7}
 PLOT_FONT_PX = 12  # Plotly's text: between xs and sm
 PLOT_TITLE_PX = 14
 
-ROBUST_SHARE = 0.98  # a signed scale spans ±m with this share of |values| inside it
+ROBUST_SHARE = 0.98  # a signed scale spans ±m with this share of a typical row's |values| inside it
 
 
 def colorscale(stops: tuple[str, ...]) -> list[list]:
@@ -42,12 +42,18 @@ def colorscale(stops: tuple[str, ...]) -> list[list]:
 
 
 def robust_scale(rows: list[list[float]]) -> float:
-    """The value below which 98 % of |v| fall (``static/js/common.js``'s ``robustScale`` is its
-    copy): a colour scale one outlier cannot wash out; values beyond it take the end colours."""
-    values = sorted(abs(v) for row in rows for v in row)
-    if not values:
+    """±m for a signed colour scale over rows of values (one row per token): each row's 98th
+    percentile of |v|, and of those the median row's (``static/js/common.js``'s ``robustScale``
+    is its copy). One outlier value, or one or two outlier tokens (the FFN's "." and <eos>),
+    cannot wash out the rest; values beyond ±m take the end colours."""
+    per_row = []
+    for row in rows:
+        values = sorted(abs(v) for v in row)
+        if values:
+            per_row.append(values[min(len(values) - 1, int(len(values) * ROBUST_SHARE))])
+    if not per_row:
         return 1.0
-    return values[min(len(values) - 1, int(len(values) * ROBUST_SHARE))] or 1.0
+    return sorted(per_row)[len(per_row) // 2] or 1.0
 
 
 def css_variables() -> dict[str, str]:

@@ -44,9 +44,13 @@ def test_scales_run_light_to_dark_and_diverge_from_white():
     assert int(positive[1:3], 16) > int(positive[5:7], 16)  # positive is red
 
 
-def test_robust_scale_is_not_set_by_one_outlier():
-    rows = [[float(i % 10) - 4.5 for i in range(100)], [1000.0] + [0.5] * 99]
-    assert palette.robust_scale(rows) == pytest.approx(4.5)
+def test_robust_scale_is_not_set_by_outliers():
+    typical = [float(i % 10) - 4.5 for i in range(100)]  # 98th percentile of |v|: 4.5
+    outlier_value = [1000.0] + [0.5] * 99
+    assert palette.robust_scale([typical, typical]) == pytest.approx(4.5)
+    assert palette.robust_scale([typical, outlier_value, typical]) == pytest.approx(4.5)
+    # two outlier tokens of eight (the FFN's "." and <eos>) do not set the scale either
+    assert palette.robust_scale([[0.1, -0.2]] * 6 + [[50.0, -80.0]] * 2) == pytest.approx(0.2)
     assert palette.robust_scale([]) == 1.0 and palette.robust_scale([[0.0, 0.0]]) == 1.0
 
 

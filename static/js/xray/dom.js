@@ -20,7 +20,7 @@ export function svg(tag, attrs, text) {
 /** Diverging colour for value v on a ±m scale: the palette's (blue negative, red positive). */
 export const colour = ITT.palette.diverging;
 
-/** The value below which 98% of |v| fall: a colour scale that one outlier cannot wash out. */
+/** ±m for a row of strips: the median token's 98th percentile of |v| (outlier tokens saturate). */
 export const scaleOf = ITT.palette.robustScale;
 
 export function argmax(values, skip) {
