@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import running_server, shot
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 SEED = "The cat sits on the mat."
@@ -292,7 +293,8 @@ def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
     page.select_option("#xr-speed", "4")
     page.locator("#xr-play").click()
     assert page.locator("#xr-play").get_attribute("aria-pressed") == "true"
-    page.wait_for_timeout(1200)
+    # playing at 4x moves the scrubber by itself; wait for two sub-steps, however busy the machine
+    wait_until(lambda: int(page.locator("#xr-scrub").input_value()) >= 2, "the player advanced twice")
     page.keyboard.press("Space")
     assert page.locator("#xr-play").get_attribute("aria-pressed") == "false"
     played = int(page.locator("#xr-scrub").input_value())
@@ -304,7 +306,7 @@ def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
     assert f"Time step {len(steps) - 1} of" in where(page)
     # the player stays in view however far down the page one scrolls
     page.mouse.wheel(0, 2500)
-    page.wait_for_timeout(200)
+    wait_until(lambda: page.evaluate("window.scrollY") > 0, "the page scrolled")
     box = page.locator("#xr-player").bounding_box()
     assert 0 <= box["y"] < 120
     shot(page, "xray-played")
