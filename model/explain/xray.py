@@ -111,6 +111,17 @@ def pack(header: dict, arrays: dict[str, np.ndarray]) -> bytes:
     return len(head).to_bytes(4, "little") + head + b"".join(parts)
 
 
+def unpack(body: bytes) -> tuple[dict, dict[str, np.ndarray]]:
+    """``pack``'s body → (header, arrays); what static/js/xray/data.js reads, for tests and bench."""
+    length = int.from_bytes(body[:4], "little")
+    header = orjson.loads(body[4 : 4 + length])
+    arrays = {name: np.frombuffer(body, dtype=np.dtype(spec["dtype"]).newbyteorder("<"),
+                                  count=math.prod(spec["shape"]),
+                                  offset=4 + length + spec["offset"]).reshape(spec["shape"])
+              for name, spec in header["arrays"].items()}
+    return header, arrays
+
+
 def _planes(codes: np.ndarray) -> np.ndarray:
     """uint32 codes below 2²⁴ → (3, …) uint8: the low, middle and high bytes apart."""
     return np.stack([(codes >> shift) & 0xFF for shift in (0, 8, 16)]).astype(np.uint8)

@@ -112,3 +112,70 @@ def test_a_block_that_does_not_exist_is_a_clear_error(app_client, extra, field):
     response = app_client.post("/api/xray/block", json={"text": TEXT, "max_len": 6, **extra})
     assert response.status_code == 422
     assert field in response.text
+
+
+# -- the one answer the page reads (POST /api/xray/view) and its lazy logits -----------------
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"strategy": "beam", "beam_size": 3}, {"strategy": "sample", "top_k": 5, "seed": 3},
+    {"forced_prefix": ["我"]},
+])
+def test_the_view_carries_every_number_the_page_read_before(app_client, options):
+    """Decoded as static/js/xray/data.js decodes it, the view holds exactly (==, not close) the
+    numbers the page read from /api/trace and /api/xray: every attention weight, Add & Norm size,
+    FFN share, step, beam node, strip code and scale, the unforced translation, and the sampling
+    table's rows at temperature 1 (the 15 likeliest of all logits and the page's own sums)."""
+    from bench.xray_payload import differences
+
+    assert differences(app_client, {"text": TEXT, "max_len": 6, **options}) == []
+
+
+def test_the_views_rounding_error_is_half_a_unit_of_the_shown_decimal(app_client):
+    """What the view rounds, it rounds to the trace's decimals: attention weights to 10⁻⁵ (within
+    5·10⁻⁶ of the model's float32 weight), the strips to 1/127 of the stage's largest value."""
+    from app.pages.xray import XrayRequest
+    from model.explain import xray
+    from model.explain.record import SUBLAYERS
+
+    body = {"text": TEXT, "max_len": 6}
+    header, arrays = xray.unpack(app_client.post("/api/xray/view", json=body).content)
+    trace, _ = app_client.app.state.engine.trace(XrayRequest(**body))
+    recorded = trace.recorded
+    for kind, side, sublayer in (("encoder", "encoder", "self_attention"),
+                                 ("decoder_self", "decoder", "self_attention"),
+                                 ("cross", "decoder", "cross_attention")):
+        assert sublayer in SUBLAYERS[side]
+        planes = arrays[f"attention.{kind}"].astype(np.uint32)
+        codes = planes[0] | (planes[1] << 8) | (planes[2] << 16)
+        weights = np.stack([r["weights"][0].double().numpy()
+                            for r in recorded.records(side, f"attention:{sublayer}")])
+        assert np.abs(codes / 1e5 - weights).max() <= 0.5e-5 + 1e-12
+    for side in ("encoder", "decoder"):
+        for (_, _, vectors), stage, codes in zip(recorded.stages(side), header["stages"][side],
+                                                 arrays[f"strips.{side}"], strict=True):
+            error = np.abs(codes.astype(np.float64) * stage["scale"] / 127 - vectors.double().numpy())
+            assert error.max() <= stage["scale"] / 254 * (1 + 1e-6)
+
+
+def test_the_logits_come_apart_and_are_the_models(app_client):
+    from model.explain import xray
+
+    body = {"text": TEXT, "max_len": 6}
+    header, arrays = xray.unpack(app_client.post("/api/xray/logits", json=body).content)
+    old = app_client.post("/api/xray", json=body).json()
+    assert header["vocab"] == old["vocab"]
+    assert arrays["logits"].tobytes() == base64.b64decode(old["logits"]["float32"])
+    view, _ = xray.unpack(app_client.post("/api/xray/view", json=body).content)
+    assert "logits" not in view["arrays"] and "vocab" not in view  # the view leaves them out
+
+
+def test_the_view_is_gzipped_once_and_sent_plain_when_asked(app_client):
+    body = {"text": TEXT, "max_len": 6}
+    zipped = app_client.post("/api/xray/view", json=body, headers={"Accept-Encoding": "gzip"})
+    plain = app_client.post("/api/xray/view", json=body, headers={"Accept-Encoding": "identity"})
+    assert zipped.headers["content-encoding"] == "gzip"
+    assert "content-encoding" not in plain.headers
+    assert zipped.content == plain.content  # the client unzips it to the same bytes
+    assert zipped.headers["content-type"] == "application/octet-stream"
+    assert app_client.post("/api/xray/view", json={"text": "猫"}).status_code == 422

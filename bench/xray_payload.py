@@ -1,0 +1,233 @@
+"""What a new sentence costs the x-ray page on the wire, before and after issue 27, and proof that
+the one answer carries the very numbers the page showed before.
+
+    python -m bench.xray_payload                      # sizes, then the 200 answers compared
+    python -m bench.xray_payload --sizes-only
+
+Sizes are bytes as sent (gzip as the server sends it: its middleware at level 1 for JSON, the
+x-ray's packed answers gzipped once per trace at level 6), in-process on the shipped checkpoint,
+greedy, for new 5/10/20/40-word sentences and one of 128 source tokens. "Before" is what the page
+downloaded until issue 27 — ``/api/trace`` and ``/api/xray`` for every sentence; "after" is
+``/api/xray/view``, its one download; ``/api/xray/logits`` (every step's logits, asked for when a
+sampling knob first turns) and an opened block are listed apart.
+
+The comparison decodes every ``/api/xray/view`` of ``bench.answers``' 200 requests (25 sentences ×
+8 strategies) as ``static/js/xray/data.js`` does and checks every number the page reads against
+``/api/trace`` and ``/api/xray`` of the same request: equal, not close.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import sys
+
+import numpy as np
+
+from bench.common import sentences
+from model.explain import xray
+from model.tokenizer import MAX_SOURCE_TOKENS
+
+MAX_TEXT = 600  # characters the API accepts
+GZIP = {"Accept-Encoding": "gzip"}
+
+
+def longest_text(tokenize) -> str:
+    """A sentence of exactly MAX_SOURCE_TOKENS tokens (with <eos>) within MAX_TEXT characters."""
+    words = " and ".join(s.rstrip(".").lower() for s in sentences(5, 40, offset=3)).split()
+    text = ""
+    for word in words:
+        longer = f"{text} {word}".strip()
+        if len(longer) + 1 > MAX_TEXT or len(tokenize(longer + ".")) > MAX_SOURCE_TOKENS:
+            break
+        text = longer
+    return text[0].upper() + text[1:] + "."
+
+
+def wire(client, path: str, body: dict) -> int:
+    """Bytes of the answer's body as sent (compressed when the server compresses)."""
+    answer = client.post(path, json=body, headers=GZIP)
+    assert answer.status_code == 200, answer.text
+    return answer.num_bytes_downloaded
+
+
+def sizes(client, texts: dict[str, str]) -> list[dict]:
+    rows = []
+    for name, text in texts.items():
+        body = {"text": text}
+        trace = client.post("/api/trace", json=body).json()
+        rows.append({
+            "sentence": name, "source_tokens": len(trace["source_tokens"]), "steps": len(trace["steps"]),
+            "trace": wire(client, "/api/trace", body), "xray": wire(client, "/api/xray", body),
+            "view": wire(client, "/api/xray/view", body),
+            "logits": wire(client, "/api/xray/logits", body),
+            "block": wire(client, "/api/xray/block", {**body, "side": "decoder",
+                                                      "block": "self_attention", "layer": 0,
+                                                      "position": 0}),
+        })
+    return rows
+
+
+def shown(body: bytes) -> dict:
+    """The view as static/js/xray/data.js decodes it, in /api/trace's and /api/xray's shapes."""
+    header, arrays = xray.unpack(body)
+
+    def planes(name):
+        p = arrays[name].astype(np.uint32)
+        return (p[0] | (p[1] << 8) | (p[2] << 16)) / 1e5
+
+    def layers(side):
+        norms = arrays[f"norms.{side}"] / 1e3
+        ffn = arrays[f"ffn.{side}"] / 1e4
+        names = ["add_norm1", "add_norm2"] + (["add_norm3"] if side == "decoder" else [])
+        out = []
+        self_name = "attention.encoder" if side == "encoder" else "attention.decoder_self"
+        for layer, heads in enumerate(planes(self_name).tolist()):
+            row = {"self_attention": heads, "ffn": {"active_share": ffn[layer].tolist()}}
+            if side == "decoder":
+                row["cross_attention"] = planes("attention.cross")[layer].tolist()
+            for a, add_norm in enumerate(names):
+                row[add_norm] = {norm: norms[layer, a, k].tolist()
+                                 for k, norm in enumerate(header["norms"])}
+            out.append(row)
+        return out
+
+    strips = {}
+    for side in ("encoder", "decoder"):
+        codes = arrays[f"strips.{side}"]
+        strips[side] = [{"scale": stage["scale"], "codes": codes[s]}
+                        for s, stage in enumerate(header["stages"][side])]
+    return {"header": header, "encoder": layers("encoder"), "decoder": layers("decoder"),
+            "strips": strips, "sampling_ids": arrays["sampling.ids"],
+            "sampling_logits": arrays["sampling.logits"]}
+
+
+def _js_sum(row: np.ndarray) -> tuple[float, float, int, float]:
+    """sampling.js at temperature 1, written out: max, Σ exp(l − max) left to right, how many
+    keep a probability above 0, the mass they hold."""
+    finite = row[np.isfinite(row)].astype(np.float64)
+    top = float(finite.max())
+    total = 0.0
+    exps = [math.exp(float(x) - top) if math.isfinite(x) else 0.0 for x in row]
+    for e in exps:
+        total += e
+    kept, mass = 0, 0.0
+    for e in exps:
+        if e / total > 0:
+            kept += 1
+            mass += e / total
+    return top, total, kept, mass
+
+
+def differences(client, body: dict) -> list[str]:
+    """Where the view differs from /api/trace and /api/xray (empty: every shown number equal)."""
+    found = []
+    trace = client.post("/api/trace", json=body).json()
+    old = client.post("/api/xray", json=body).json()
+    view = shown(client.post("/api/xray/view", json=body).content)
+    header = view["header"]
+
+    def same(what, a, b):
+        if a != b:
+            found.append(what)
+
+    for key in ("text", "translation", "finished", "source_tokens", "target_tokens",
+                "decoder_input", "options", "beam"):
+        same(key, header[key], trace[key])
+    same("length_penalty", header["length_penalty"], old["length_penalty"])
+    same("steps", header["steps"], [{"token": s["token"], "prob": s["prob"], "forced": s["forced"],
+                                     "top": [{"token": c["token"], "prob": c["prob"]}
+                                             for c in s["top"][:5]]} for s in trace["steps"]])
+    same("embedding_head", header["embedding_head"],
+         [row[:3] for row in trace["embeddings"]["encoder"]["sum"]])
+    for side in ("encoder", "decoder"):
+        for layer, (mine, theirs) in enumerate(zip(view[side], trace[side], strict=True)):
+            for key, value in mine.items():
+                want = theirs[key] if key.endswith("attention") else {
+                    k: theirs[key][k] for k in value}
+                same(f"{side}.{layer}.{key}", value, want)
+        for s, stage in enumerate(old[side]["values"]):
+            mine = view["strips"][side][s]
+            same(f"strips.{side}.{s}.scale", mine["scale"], stage["scale"])
+            same(f"strips.{side}.{s}.codes", mine["codes"].tobytes(),
+                 np.frombuffer(base64.b64decode(stage["codes"]), np.int8).tobytes())
+    if body.get("forced_prefix"):
+        plain = client.post("/api/trace", json={k: v for k, v in body.items()
+                                                 if k != "forced_prefix"}).json()
+        same("original", header["original"], [s["token"] for s in plain["steps"]])
+    else:
+        same("original", header["original"], None)
+    # the sampling table's rows: the 15 likeliest of all logits, and the page's own sums
+    steps, vocab = old["logits"]["shape"]
+    logits = np.frombuffer(base64.b64decode(old["logits"]["float32"]),
+                           "<f4").reshape(steps, vocab)
+    rows = header["sampling"]
+    for t in range(steps):
+        order = sorted(range(vocab), key=lambda i: -float(logits[t, i]))[:15]  # stable: ties by id
+        same(f"sampling.{t}.ids", view["sampling_ids"][t].tolist(), order)
+        same(f"sampling.{t}.logits", view["sampling_logits"][t].tolist(), logits[t, order].tolist())
+        same(f"sampling.{t}.tokens", rows["tokens"][t], [old["vocab"][i] for i in order])
+        same(f"sampling.{t}.sums", (rows["max"][t], rows["sum"][t], rows["kept"][t], rows["mass"][t]),
+             _js_sum(logits[t]))
+    return found
+
+
+def compare(client) -> tuple[int, dict[str, int]]:
+    from bench.answers import OPTIONS, SENTENCES
+
+    where: dict[str, int] = {}
+    count = 0
+    for text in SENTENCES:
+        for options in OPTIONS:
+            count += 1
+            for place in differences(client, {"text": text, **options}):
+                key = place.split(".")[0] if "." in place else place
+                where[key] = where.get(key, 0) + 1
+    return count, where
+
+
+def kb(n: int) -> str:
+    return f"{n / 1000:,.1f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes-only", action="store_true")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    with TestClient(create_app(Settings(request_timeout_s=300, cache_size=512, cache_mb=8192,
+                                        access_log=False))) as client:
+        english = client.app.state.translator.english
+        texts = {f"{n} words": sentences(n, 1, offset=27_000 + n)[0] for n in (5, 10, 20, 40)}
+        texts["128 tokens"] = longest_text(english.encode)
+        rows = sizes(client, texts)
+        print("| sentence | source tokens | steps | before: /api/trace + /api/xray | after: /api/xray/view "
+              "| after / before | when a knob turns: /api/xray/logits | an opened block |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            before = r["trace"] + r["xray"]
+            print(f"| {r['sentence']} | {r['source_tokens']} | {r['steps']} | {kb(r['trace'])} + "
+                  f"{kb(r['xray'])} = {kb(before)} KB | **{kb(r['view'])} KB** | "
+                  f"{r['view'] / before:.1%} | {kb(r['logits'])} KB | {kb(r['block'])} KB |")
+        result = {"sizes": rows}
+        if not args.sizes_only:
+            count, where = compare(client)
+            result["compared"], result["differ"] = count, where
+            print(f"\n{count} requests compared (every number the page reads, view vs /api/trace "
+                  f"and /api/xray): {where or 'all equal'}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(result, handle, indent=1)
+    return 1 if result.get("differ") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

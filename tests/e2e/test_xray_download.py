@@ -1,0 +1,80 @@
+"""The x-ray downloads one answer per sentence (issue 27): in headless Chromium on the shipped
+checkpoint, a new sentence costs the page exactly one model-data request, small on the wire, and
+the deep dives (an opened block, every logit for the sampling knobs) load only when opened."""
+
+from __future__ import annotations
+
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+from bench.common import sentences
+from tests.e2e.conftest import running_server
+from tests.e2e.test_xray import XRAY, open_block, ready, set_range
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.e2e
+TEN_WORDS = sentences(10, 1, offset=27_010)[0]
+MAX_10_WORDS = 120_000  # bytes on the wire for a new 10-word sentence (issue 27's target)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with running_server(None, "xray-download-server.log") as url:
+        yield url
+
+
+def api_paths(calls: list) -> list[str]:
+    return [urlsplit(request.url).path for request in calls if "/api/" in request.url]
+
+
+def test_a_new_sentence_is_one_small_download_and_deep_dives_load_when_opened(page, server):
+    calls: list = []
+    page.on("request", lambda request: calls.append(request))
+    with page.expect_request_finished(lambda r: urlsplit(r.url).path == "/api/xray/view") as done:
+        page.goto(f"{server}{XRAY}?text={quote(TEN_WORDS)}")
+    ready(page)
+    assert api_paths(calls) == ["/api/xray/view"]
+    sizes = done.value.sizes()
+    assert done.value.response().header_value("content-encoding") == "gzip"
+    assert 0 < sizes["responseBodySize"] <= MAX_10_WORDS, sizes
+    assert page.locator("#xr-dist-body tr").count() == 15  # the sampling table, from the view alone
+    first = page.locator("#xr-dist-body tr").first
+    assert first.get_attribute("data-model") == first.get_attribute("data-new")
+
+    # an opened block asks for its own numbers, and nothing else
+    calls.clear()
+    open_block(page, "e-0-self_attention")
+    assert api_paths(calls) == ["/api/xray/block"]
+
+    # turning a knob asks for every logit once; later turns and steps use them
+    calls.clear()
+    with page.expect_request_finished(lambda r: urlsplit(r.url).path == "/api/xray/logits"):
+        set_range(page, "#xr-temperature", 2)
+    wait_until(lambda: first.get_attribute("data-new") != first.get_attribute("data-model"),
+               "the table redrew at temperature 2")
+    set_range(page, "#xr-topk", 3)
+    wait_until(lambda: page.locator("#xr-dist-body tr.xr-cut").count() == 12, "top-k cut 12 rows")
+    page.locator("#xr-next").click()
+    page.locator("#xr-draw-button").click()
+    page.locator("#xr-drew").wait_for()
+    assert api_paths(calls) == ["/api/xray/logits"]
+
+
+def test_draw_at_the_starting_knobs_asks_for_the_logits_first(page, server):
+    page.goto(f"{server}{XRAY}?text={quote(TEN_WORDS)}&frame=3")
+    ready(page)
+    with page.expect_request_finished(lambda r: urlsplit(r.url).path == "/api/xray/logits"):
+        page.locator("#xr-draw-button").click()
+    page.locator("#xr-drew").wait_for()
+    assert "seed 0" in page.locator("#xr-drew").text_content().lower()
+
+
+def test_a_forced_prefix_is_still_one_download(page, server):
+    calls: list = []
+    page.on("request", lambda request: calls.append(request))
+    page.goto(f"{server}{XRAY}?text={quote(TEN_WORDS)}&forced=%E6%88%91")
+    ready(page)
+    assert api_paths(calls) == ["/api/xray/view"]
+    assert not page.locator("#xr-compare").is_hidden()  # the unforced translation came with it
+    assert page.locator("#xr-original li").count() > 0
