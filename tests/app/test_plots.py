@@ -121,8 +121,8 @@ def test_colour_scales_are_the_palettes():
     from app import palette
     from app.pages import embeddings, kv_cache
 
-    assert plots.DIVERGING == palette.colorscale(palette.DIVERGING)
-    assert plots.ATTENTION_SCALE == palette.colorscale(palette.SEQUENTIAL)
+    assert palette.colorscale(palette.DIVERGING) == plots.DIVERGING
+    assert palette.colorscale(palette.SEQUENTIAL) == plots.ATTENTION_SCALE
     assert plots.FONT["size"] == palette.PLOT_FONT_PX
     heat = plots.attention_heatmap([[0.2, 0.8]], ["a"], ["b", "c"])["data"][0]
     assert heat["colorscale"] == plots.ATTENTION_SCALE and (heat["zmin"], heat["zmax"]) == (0, 1)

@@ -6,6 +6,7 @@
 
 import { S } from "./state.js";
 import { $, cfg, el, fixed, scaleOf, colour, SIZES, svg, t } from "./dom.js";
+import { current, memoryReady, rowState } from "./frames.js";
 
 export const STRIP_H = 14;
 export const LINES_H = 46;
@@ -113,6 +114,10 @@ function makeRow(row, onToggle) {
   const head = el(openable ? "button" : "div", null, openable ? "xr-head" : "xr-head xr-static");
   if (openable) head.type = "button";
   head.append(el("span", name, "xr-name"), el("span", shape, "xr-shape"));
+  if (row.type === "stage" || row.type === "attention") {
+    row.range = el("span", null, "xr-range"); // the row's colour scale, ±m (layoutRow writes it)
+    head.append(row.range);
+  }
   if (openable) {
     const panelId = `xr-panel-${node.dataset.key}`;
     head.setAttribute("aria-expanded", "false");
@@ -145,6 +150,11 @@ function makeRow(row, onToggle) {
     row.overlay = svg("svg", { "aria-hidden": "true" });
     row.fig.append(row.canvas, row.overlay);
     node.append(row.fig);
+    if (row.type !== "output") {
+      row.fig.addEventListener("pointermove", (event) => showValue(row, event));
+      row.fig.addEventListener("pointerdown", (event) => showValue(row, event)); // a tap on a phone
+      row.fig.addEventListener("pointerleave", hideValue);
+    }
   }
   if (openable) {
     row.panel = el("div", null, "xr-panel");
@@ -176,10 +186,14 @@ function values(side, stage) {
   return S.xr[side].values[stage];
 }
 
-/** Draw each lane's vector as a grid of 8 rows of colour cells (d_model values in all). */
+const stripWidth = (laneWidth) => Math.max(4, Math.min(laneWidth - 4, 90));
+const rowsPer = (d) => (d >= 64 ? 8 : 1);
+
+/** Draw each lane's vector as a grid of 8 rows of colour cells (d_model values in all): value j
+    at cell row j mod 8, cell column ⌊j / 8⌋. */
 function drawStrips(ctx, vectors, n, y, height, width, m) {
   const d = vectors[0].length;
-  const rowsPerStrip = d >= 64 ? 8 : 1;
+  const rowsPerStrip = rowsPer(d);
   const cols = Math.ceil(d / rowsPerStrip);
   const image = new ImageData(cols * n, rowsPerStrip);
   for (let i = 0; i < n; i++) {
@@ -196,7 +210,7 @@ function drawStrips(ctx, vectors, n, y, height, width, m) {
   off.getContext("2d").putImageData(image, 0, 0);
   ctx.imageSmoothingEnabled = false;
   const { w, x } = lanes(width, n);
-  const sw = Math.max(4, Math.min(w - 4, 90));
+  const sw = stripWidth(w);
   for (let i = 0; i < n; i++) {
     ctx.drawImage(off, i * cols, 0, cols, rowsPerStrip, x(i) - sw / 2, y, sw, height);
   }
@@ -229,7 +243,8 @@ function layoutRow(row, measured) {
   const y = height - STRIP_H - 2;
   row.stripY = y;
   drawStrips(ctx, vectors, n, y, STRIP_H, width, m);
-  row.fig.title = t("xray.strip_scale", { m: fixed(m, 2) });
+  row.range.textContent = `±${fixed(m, 2)}`;
+  row.range.title = t("xray.value_scale", { m: fixed(m, 2) });
   if (row.type === "stage") {
     const [name, shape] = rowTitle(row);
     const layer = row.layer !== undefined ? `, ${t("word.layer", { n: row.layer + 1 })}` : "";
@@ -238,8 +253,60 @@ function layoutRow(row, measured) {
   }
   if (row.kind === "cross") {
     const memory = values("encoder", S.xr.encoder.values.length - 1);
-    drawStrips(ctx, memory, memory.length, 1, MEMORY_H - 2, width, scaleOf(memory));
+    row.memoryScale = scaleOf(memory);
+    drawStrips(ctx, memory, memory.length, 1, MEMORY_H - 2, width, row.memoryScale);
   }
+}
+
+/** The value under a point of a row's figure: {side, lane, j, v, m, strip} or null off the strips. */
+function valueAt(row, px, py) {
+  const memory = row.kind === "cross" && py >= 1 && py <= MEMORY_H - 1;
+  const top = memory ? 1 : row.stripY;
+  const height = memory ? MEMORY_H - 2 : STRIP_H;
+  if (!memory && (py < top || py > top + height)) return null;
+  const side = memory ? "encoder" : row.side;
+  const vectors = memory ? values("encoder", S.xr.encoder.values.length - 1) : values(row.side, row.stage);
+  const n = memory ? vectors.length : laneCount(row.side);
+  const { w, x } = lanes(row.width, n);
+  const lane = Math.floor(px / w);
+  const sw = stripWidth(w);
+  const left = x(lane) - sw / 2;
+  if (lane < 0 || lane >= n || px < left || px >= left + sw) return null;
+  const d = vectors[lane].length;
+  const per = rowsPer(d);
+  const cols = Math.ceil(d / per);
+  const j = Math.floor(((px - left) / sw) * cols) * per + Math.min(per - 1, Math.floor(((py - top) / height) * per));
+  if (j >= d) return null;
+  return { side, lane, j, d, v: vectors[lane][j], m: memory ? row.memoryScale : row.scale, memory };
+}
+
+let tip = null;
+
+/** Hover or tap a strip: its token, dimension and value beside the pointer (nothing is shown for
+    a lane not computed yet at this frame). */
+function showValue(row, event) {
+  const box = row.fig.getBoundingClientRect();
+  const hit = S.trace && row.width ? valueAt(row, event.clientX - box.left, event.clientY - box.top) : null;
+  if (!hit) { hideValue(); return; }
+  const frame = current();
+  const computed = hit.memory ? memoryReady(frame) : hit.lane < Math.min(rowState(row, frame).lanes, laneCount(row.side));
+  const tokens = hit.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input;
+  if (!tip) {
+    tip = el("div", null, "xr-tip");
+    tip.setAttribute("aria-hidden", "true"); // the same numbers are in each block's panel
+    document.body.append(tip);
+  }
+  tip.replaceChildren(
+    el("span", t("xray.value_tip", { token: tokens[hit.lane], j: hit.j, d: hit.d, v: computed ? fixed(hit.v, 3) : t("xray.not_yet") })),
+    el("span", t("xray.value_scale", { m: fixed(hit.m, 2) }), "xr-tip-scale"));
+  Object.assign(tip.dataset, { side: hit.side, lane: hit.lane, j: hit.j, value: hit.v, scale: hit.m, computed });
+  tip.hidden = false;
+  const x = Math.min(event.clientX + 12, window.innerWidth - tip.offsetWidth - 4);
+  tip.style.transform = `translate(${Math.max(4, x)}px, ${event.clientY + 16}px)`;
+}
+
+function hideValue() {
+  if (tip) tip.hidden = true;
 }
 
 /** One button per token in the two token rows; onFocus(side, pos) / onFocus(null) on hover. */
@@ -250,6 +317,7 @@ export function buildTokens(onFocus) {
     row.buttons = tokens.map((token, i) => {
       const button = el("button", token, "xr-token");
       button.type = "button";
+      button.title = token; // the whole token, when its lane is too narrow to show it
       button.setAttribute("aria-label", t("xray.token_button", { token, n: i }));
       button.addEventListener("mouseenter", () => onFocus(row.side, i));
       button.addEventListener("focus", () => onFocus(row.side, i));
