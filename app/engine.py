@@ -148,6 +148,16 @@ def _checkpoint(module, args) -> None:
         engine.layer_calls += 1
 
 
+def cancellable(model) -> None:
+    """Make ``model``'s encoder and decoder layers check the running request's ticket, so a call
+    on the model thread stops at its next layer once its request is cancelled (the served model
+    gets this from its engine; another one, e.g. a training snapshot, when it is loaded)."""
+    if model not in _hooked:
+        for layer in (*model.encoder_layers, *model.decoder_layers):
+            layer.register_forward_pre_hook(_checkpoint)
+        _hooked.add(model)
+
+
 class Estimate:
     """Seconds one kind of work takes: a moving mean and mean deviation, as TCP estimates a round
     trip. The plan counts ``bound`` (mean + 2 deviations), Retry-After the mean."""
@@ -232,11 +242,7 @@ class Engine:
         # Every model run happens on this one thread, one at a time: on a small CPU, parallel runs
         # only fight over the cores and the GIL (measured in bench/: throughput went up, not down).
         self._thread: threading.Thread | None = None
-        model = translator.model
-        if model not in _hooked:
-            for layer in (*model.encoder_layers, *model.decoder_layers):
-                layer.register_forward_pre_hook(_checkpoint)
-            _hooked.add(model)
+        cancellable(translator.model)
 
     # -- the model thread ------------------------------------------------------------------------
 

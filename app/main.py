@@ -22,6 +22,7 @@ from app.pages import (
     kv_cache,
     pipeline,
     scale,
+    timeline,
     tokens,
     tour,
     training,
@@ -35,7 +36,7 @@ from model.translator import Translator, set_threads
 # Every page: app/pages/<page>.py, templates/<page>.html, static/js/<page>.js (the x-ray:
 # static/js/xray/), app/locales/*/<page>.json.
 PAGES = [pipeline, tokens, embeddings, attention, coreference, ablation, decode, kv_cache,
-         training, scale, tour, xray, docs]
+         training, timeline, scale, tour, xray, docs]
 PLOTLY_JS = Path(__import__("plotly").__file__).parent / "package_data" / "plotly.min.js"
 log = logging.getLogger("app")
 

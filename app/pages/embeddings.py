@@ -93,7 +93,7 @@ def embeddings_figures(request: EmbeddingsRequest, engine: EngineDep, translator
             "cosine": similarity_heatmap(table["cosine"], "", position),
             "offset": similarity_by_offset(table["cosine"], [0, 10, 20], t("emb.offset"),
                                            t("emb.offset_axis"), t("emb.offset_name")),
-            "projection": projection_figure(trace.projection, stages),
+            "projection": projection_figure(trace.projection, stages, zoom_label=t("emb.zoomed")),
             # the same panels two to a row, for a phone
             "projection_narrow": projection_figure(trace.projection, stages, columns=2),
         },
@@ -201,21 +201,25 @@ def norm_bars(tokens: list[str], series: dict[str, list[float]], heading: str = 
 
 
 def projection_figure(projection: dict, stage_names: list[str], heading: str = "",
-                      columns: int | None = None) -> dict:
+                      columns: int | None = None, zoom_label: str = "×{z}") -> dict:
     """Small multiples: the sentence's token vectors in 2-D at the input and after each layer,
     ``columns`` panels per row (all in one row by default); labels alternate above and below the
-    points so neighbours overlap less."""
+    points so neighbours overlap less.
+
+    The plane is one for all panels, but each panel is zoomed to its own points: the deeper layers'
+    vectors lie much closer together on it, and on the input's scale they would be one blot of
+    overlapping labels. A zoomed panel says by how much in its title (``zoom_label``)."""
     tokens, points = projection["tokens"], projection["points"]
     panels = len(points)
     columns = max(1, min(columns or panels, panels))
     rows = math.ceil(panels / columns)
-    xs = [x for stage in points for x, _ in stage]
-    ys = [y for stage in points for _, y in stage]
-    pad_x = (max(xs) - min(xs)) * 0.15 or 1.0
-    pad_y = (max(ys) - min(ys)) * 0.2 or 1.0
-    x_range = [min(xs) - pad_x, max(xs) + pad_x]
-    y_range = [min(ys) - pad_y, max(ys) + pad_y]
-    gap_x, gap_y = 0.06, 0.12 / rows
+
+    def spread(stage):  # the larger side of the stage's bounding box
+        xs, ys = [x for x, _ in stage], [y for _, y in stage]
+        return max(max(xs) - min(xs), max(ys) - min(ys))
+
+    first = spread(points[0]) or 1.0
+    gap_x, gap_y = 0.06, 0.16 / rows
     width = (1 - gap_x * (columns - 1)) / columns
     height = (1 - gap_y * (rows - 1)) / rows
     positions = ["top center" if i % 2 == 0 else "bottom center" for i in range(len(tokens))]
@@ -223,6 +227,14 @@ def projection_figure(projection: dict, stage_names: list[str], heading: str = "
     for index, (stage, name) in enumerate(zip(points, stage_names, strict=True)):
         suffix = "" if index == 0 else str(index + 1)
         row, column = divmod(index, columns)
+        xs, ys = [x for x, _ in stage], [y for _, y in stage]
+        side = spread(stage) or first
+        # a square window around the points, so distances read alike across and up
+        middle_x, middle_y = (max(xs) + min(xs)) / 2, (max(ys) + min(ys)) / 2
+        half_x, half_y = side * 0.65, side * 0.6
+        zoom = first / side
+        # on a second line, so that two panels side by side on a phone keep their titles apart
+        title = name if abs(zoom - 1) < 0.05 else f"{name}<br>{zoom_label.format(z=f'{zoom:.1f}')}"
         data.append({
             "type": "scatter", "mode": "markers+text", "name": name,
             "x": [p[0] for p in stage], "y": [p[1] for p in stage],
@@ -234,16 +246,17 @@ def projection_figure(projection: dict, stage_names: list[str], heading: str = "
         left = column * (width + gap_x)
         top = 1 - row * (height + gap_y)
         layout_axes[f"xaxis{suffix}"] = {
-            "domain": [left, left + width], "range": x_range, "showticklabels": False,
-            "zeroline": False, "showgrid": True, "anchor": f"y{suffix}",
+            "domain": [left, left + width], "range": [middle_x - half_x, middle_x + half_x],
+            "showticklabels": False, "zeroline": False, "showgrid": True, "anchor": f"y{suffix}",
         }
         layout_axes[f"yaxis{suffix}"] = {
-            "domain": [top - height, top], "range": y_range, "showticklabels": False,
-            "zeroline": False, "showgrid": True, "anchor": f"x{suffix}",
+            "domain": [top - height, top], "range": [middle_y - half_y, middle_y + half_y],
+            "showticklabels": False, "zeroline": False, "showgrid": True, "anchor": f"x{suffix}",
         }
-        annotations.append({"text": name, "x": left + width / 2, "y": top, "xref": "paper",
-                            "yref": "paper", "yanchor": "bottom", "showarrow": False})
-    layout = base_layout(heading, 40 + 300 * rows, showlegend=False, annotations=annotations,
+        annotations.append({"text": title, "x": left + width / 2, "y": top, "xref": "paper",
+                            "yref": "paper", "xanchor": "center", "yanchor": "bottom",
+                            "showarrow": False})
+    layout = base_layout(heading, 60 + 300 * rows, showlegend=False, annotations=annotations,
                          **layout_axes)
-    layout["margin"] = {"l": 10, "r": 10, "t": 30, "b": 10}
+    layout["margin"] = {"l": 10, "r": 10, "t": 46, "b": 10}
     return {"data": data, "layout": layout}

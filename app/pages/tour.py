@@ -23,6 +23,7 @@ TOUR = [
     ("/attention", "encoder", "tour.attention"),
     ("/coreference", "encoder", "tour.coreference"),
     ("/training", "loss", "tour.training"),
+    ("/timeline", "loss", "tour.timeline"),
     ("/decode", "decoder output", "tour.decode"),
     ("/kv-cache", "decoder", "tour.kv"),
     ("/scale", "all", "tour.scale"),

@@ -30,6 +30,8 @@
       pick: (d) => d.steps[Math.min(1, d.steps.length - 1)].figures.softmax,
     },
     "/training": { get: "/api/training", pick: (d) => d.figures.whole || d.figures.curves },
+    // the timeline's run: its loss curve (the snapshots themselves are read on the page)
+    "/timeline": { get: "/api/timeline", query: () => ({}), pick: (d) => d.figure },
     "/kv-cache": { get: "/api/kv-cache", query: (text) => ({ text, steps: 32 }), pick: (d) => d.figures.timing },
     // The coreference stop measures the page's own first example: the reader's sentence may have
     // no pronoun in it.

@@ -70,3 +70,20 @@ def test_projection_small_multiples():
                                   ["input", "1", "2", "3"], columns=2)
     domains = [grid["layout"][f"yaxis{s}"]["domain"] for s in ("", "2", "3", "4")]
     assert domains[0] == domains[1] and domains[2] == domains[3] and domains[0][0] > domains[2][1]
+
+
+def test_each_projection_panel_is_zoomed_to_its_points_and_says_so():
+    """The deeper layers' points lie close together; on the input's scale they would overlap."""
+    projection = {"tokens": ["a", "b", "c"],
+                  "points": [[[0, 0], [4, 0], [0, 4]], [[1, 1], [1.5, 1], [1, 1.5]]]}
+    figure = figs.projection_figure(projection, ["input", "after layer 1"], zoom_label="×{z}")
+    layout = figure["layout"]
+    for suffix, stage in (("", projection["points"][0]), ("2", projection["points"][1])):
+        low, high = layout[f"xaxis{suffix}"]["range"]
+        assert all(low < x < high for x, _ in stage)
+        low, high = layout[f"yaxis{suffix}"]["range"]
+        assert all(low < y < high for _, y in stage)
+    width = [layout[f"xaxis{s}"]["range"][1] - layout[f"xaxis{s}"]["range"][0] for s in ("", "2")]
+    assert width[0] / width[1] == pytest.approx(8.0)
+    titles = [a["text"] for a in layout["annotations"]]
+    assert titles == ["input", "after layer 1<br>×8.0"]

@@ -11,7 +11,7 @@ import pytest
 from app.i18n import strings
 
 PAGES = ["/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/decode", "/kv-cache",
-         "/training", "/scale", "/tour", "/docs"]
+         "/training", "/timeline", "/scale", "/tour", "/docs"]
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -110,6 +110,7 @@ TITLES = {
     "/decode": ("decode", "decode.title"),
     "/kv-cache": ("kv_cache", "kv.title"),
     "/training": ("training", "training.title"),
+    "/timeline": ("timeline", "timeline.title"),
     "/scale": ("scale", "scale.title"),
     "/tour": ("tour", "tour.title"),
     "/docs": ("docs", "docs.title"),

@@ -21,7 +21,8 @@ def test_tour_steps_carry_the_sentence(app_client):
 
 def test_tour_visits_every_page_in_order():
     assert [path for path, _, _ in TOUR] == [
-        "/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/training", "/decode",
+        "/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/training", "/timeline",
+        "/decode",
         "/kv-cache", "/scale"]
     for _, _, key in TOUR:
         for lang in ("en", "zh"):
