@@ -28,7 +28,7 @@ CHOSEN = ORANGE  # the character the decoder chose
 MASKED = "#d9d9d9"  # a masked (−∞) score
 
 # Type scale in rem (1 rem = 16 px): every font size on a page is one of these.
-TYPE_SCALE = {"xs": 0.75, "sm": 0.85, "md": 1.0, "lg": 1.2, "xl": 1.7}
+TYPE_SCALE = {"xs": 0.75, "sm": 0.85, "md": 1.0, "lg": 1.2, "xl": 1.45, "2xl": 1.7, "3xl": 2.0}
 PLOT_FONT_PX = 12  # Plotly's text: between xs and sm
 PLOT_TITLE_PX = 14
 
