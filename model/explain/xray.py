@@ -137,8 +137,9 @@ def _sampling_rows(logits: torch.Tensor) -> dict:
     ``static/js/xray/sampling.js`` computes it from all the logits: the 15 likeliest tokens' ids
     and float32 logits, the largest logit and Σ exp(logit − max) summed in vocabulary order in
     float64 (so the page's exp(logit − max) / sum is the table's probability), how many tokens
-    keep a probability above 0 and the mass they hold. Other knob settings need every logit
-    (``logits_view``)."""
+    keep a probability above 0 and the mass they hold. numpy's exp may differ from the browser's
+    in the last bit, so the sum may too: every shown digit is the same, the values within 10⁻¹⁵
+    (tests/e2e/test_xray_formulas.py). Other knob settings need every logit (``logits_view``)."""
     values = logits.double().numpy()  # (T, V), −inf where the model may never produce the token
     top = np.stack([_likeliest(row, SAMPLING_ROWS) for row in values])
     maxima = values.max(axis=1)

@@ -10,9 +10,11 @@ modules are pure: no page at import time); the Python is the code the server run
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import subprocess
+import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -216,3 +218,111 @@ def test_beam_ranking_is_the_pythons_on_real_trees(server):
                                                "max_len": max_len})
             trees.append((trace["beam"], trace["options"]["length_penalty"], beam))
     assert assert_same_ranking(trees) >= 3  # the short max_len runs end before any <eos>
+
+
+# static/js/xray/data.js decodes /api/xray/view and /api/xray/logits; reads a list of
+# {view, logits} (base64) on stdin and prints what the page would hold, and where the sampling
+# table drawn from the view's rows differs from the one drawn from every logit.
+VIEW_RUNNER = """
+import { decodeLogits, decodeView } from "%(data)s";
+import { filterDistribution } from "%(sampling)s";
+const chunks = [];
+process.stdin.on("data", (c) => chunks.push(c));
+process.stdin.on("end", () => {
+  const bytes = (text) => {
+    const b = Buffer.from(text, "base64");
+    return b.buffer.slice(b.byteOffset, b.byteOffset + b.length);
+  };
+  const out = JSON.parse(Buffer.concat(chunks).toString()).map(({ view, logits }) => {
+    const { trace, xr, original } = decodeView(bytes(view));
+    const all = decodeLogits(bytes(logits));
+    const differ = [];
+    let rows = 0;
+    let same = 0;
+    xr.sampling.forEach((row, t) => {
+      const probs = filterDistribution(all.logits[t], 1, null, null).probs;  // what the table showed
+      let kept = 0;
+      let mass = 0;
+      for (let i = 0; i < probs.length; i++) if (probs[i] > 0) { kept++; mass += probs[i]; }
+      const order = Array.from(probs.keys()).sort((a, b) => probs[b] - probs[a]).slice(0, 15);
+      if (order.join() !== row.ids.join()) differ.push([t, "order"]);
+      row.ids.forEach((id, i) => {
+        rows++;
+        const p = Math.exp(row.logits[i] - row.max) / row.sum;
+        if (p === probs[id]) same++;
+        const shown = (x) => [x.toFixed(6), x.toFixed(4), x.toFixed(3)].join();
+        const off = Math.abs(p - probs[id]) > 1e-15 * probs[id];
+        if (off || shown(p) !== shown(probs[id])) differ.push([t, "p", id, p, probs[id]]);
+        if (row.tokens[i] !== all.vocab[id]) differ.push([t, "token", id]);
+      });
+      if (kept !== row.kept) differ.push([t, "kept", kept, row.kept]);
+      const percent = (x) => (x * 100).toFixed(1);
+      const far = Math.abs(mass - row.mass) > 1e-12;
+      if (far || percent(mass) !== percent(row.mass)) differ.push([t, "mass", mass, row.mass]);
+    });
+    const strip = Array.from(xr.decoder.values[xr.decoder.values.length - 1][0]);
+    return { trace, original, differ, rows, same, strip, vocab: xr.vocabSize };
+  });
+  process.stdout.write(JSON.stringify(out));
+});
+"""
+
+
+def raw(server: str, path: str, body: dict) -> bytes:
+    request = urllib.request.Request(f"{server}{path}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return response.read()
+
+
+def test_the_views_sampling_rows_and_numbers_are_what_the_page_drew_before(server):
+    """data.js on /api/xray/view gives the page /api/trace's numbers exactly, and the sampling
+    table drawn from the view's 15 rows (exp(logit − max) / sum) is the one sampling.js draws
+    from every logit at the knobs' starting values — the only setting the rows serve; any other
+    turns every logit in (tests/e2e/test_xray_download.py). The browser computes exp(logit − max)
+    itself; the sum and the kept mass come from the server's exp (numpy's, not V8's), so the
+    last bit may differ: every shown digit (4 and 6 decimals, the mass to 0.1 %) is the same, the
+    values within 10⁻¹⁵ (relative) and 10⁻¹², and nearly every probability equal bit for bit."""
+    bodies = [{"text": text, **options}
+              for text in (SEED, "Where is the train station?",
+                           "After the meeting, the students walked to the library.")
+              for options in ({}, {"strategy": "beam", "beam_size": 4},
+                              {"strategy": "sample", "temperature": 1.5, "seed": 2},
+                              {"forced_prefix": ["我"]})]
+    payload = [{"view": base64.b64encode(raw(server, "/api/xray/view", b)).decode(),
+                "logits": base64.b64encode(raw(server, "/api/xray/logits", b)).decode()}
+               for b in bodies]
+    script = VIEW_RUNNER % {"data": (XRAY_JS / "data.js").as_uri(),
+                            "sampling": (XRAY_JS / "sampling.js").as_uri()}
+    done = subprocess.run([NODE, "--input-type=module", "-e", script], input=json.dumps(payload),
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = same = 0
+    for body, got in zip(bodies, json.loads(done.stdout), strict=True):
+        trace = api(server, "/api/trace", body)
+        assert got["differ"] == [], body
+        rows += got["rows"]
+        same += got["same"]
+        for side in ("encoder", "decoder"):
+            for mine, theirs in zip(got["trace"][side], trace[side], strict=True):
+                for key, value in mine.items():
+                    want = theirs[key] if key.endswith("attention") else {k: theirs[key][k] for k in value}
+                    assert value == want, (body, side, key)
+        assert got["trace"]["steps"] == [
+            {"token": s["token"], "prob": s["prob"], "forced": s["forced"],
+             "top": [{"token": c["token"], "prob": c["prob"]} for c in s["top"][:5]]}
+            for s in trace["steps"]]
+        assert got["trace"]["beam"] == trace["beam"]
+        head = got["trace"]["embeddings"]["encoder"]["sum"]
+        assert head == [row[:3] for row in trace["embeddings"]["encoder"]["sum"]]
+        if body.get("forced_prefix"):
+            plain = api(server, "/api/trace", {"text": body["text"]})
+            assert [s["token"] for s in got["original"]["steps"]] == [s["token"] for s in plain["steps"]]
+        old = api(server, "/api/xray", body)
+        stage = old["decoder"]["values"][-1]
+        codes = np.frombuffer(base64.b64decode(stage["codes"]), dtype=np.int8)[: stage["shape"][1]]
+        factor = stage["scale"] / 127
+        assert got["strip"] == [float(np.float32(c * factor)) for c in codes.tolist()]
+        assert got["vocab"] == len(old["vocab"])
+    assert rows >= 12 * 15 * 5
+    assert same >= 0.9 * rows

@@ -66,7 +66,8 @@ function fromLogits(stepIndex, settings) {
 
 /** The same numbers at temperature 1 without top-k or top-p, from the view's rows alone: the
     15 likeliest tokens' logits, the largest logit and Σ exp(logit − max), so exp(logit − max) / sum
-    is filterDistribution's probability (tests/e2e/test_xray_formulas.py holds the two equal). */
+    is filterDistribution's probability to its last bit or so (the sum used the server's exp):
+    every shown digit the same (tests/e2e/test_xray_formulas.py holds the two equal). */
 function fromRows(stepIndex) {
   const rows = S.xr.sampling[stepIndex];
   if (!rows) return null;
