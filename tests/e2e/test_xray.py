@@ -626,3 +626,25 @@ def test_user_text_is_never_markup(page, server):
     assert "cat" in tokens and "<unk>" in tokens  # shown as text, never parsed
     assert page.locator("#text").input_value() == text
     assert dialogs == []
+
+
+def test_an_open_block_links_to_switching_it_off(page, server):
+    """Each block that /ablation can switch off says so where it is opened (issue 28)."""
+    open_page(page, server, f"&frame={frame_of(3, 'embedding')}")
+    panel = open_block(page, "d-1-cross_attention")
+    panel.locator(".xr-tabs button", has_text="2").click()
+    links = page.locator('.xr-row[data-key="d-1-cross_attention"] .xr-switch-off')
+    assert [links.nth(i).get_attribute("data-part") for i in range(links.count())] == ["cross.2.2", "cross.2"]
+    parts = {}
+    for key in ("e-0-ffn", "enc-embedding", "d-0-add_norm1"):
+        open_block(page, key)
+        found = page.locator(f'.xr-row[data-key="{key}"] .xr-switch-off')
+        parts[key] = [found.nth(i).get_attribute("data-part") for i in range(found.count())]
+    assert parts == {"e-0-ffn": ["encffn.1"], "enc-embedding": ["pos.enc"], "d-0-add_norm1": []}
+    links.first.click()
+    page.wait_for_url("**/ablation**")
+    assert parse_qs(urlsplit(page.url).query)["off"] == ["cross.2.2"]
+    assert parse_qs(urlsplit(page.url).query)["text"] == [SEED]
+    page.wait_for_load_state("networkidle")
+    page.locator("body.busy").wait_for(state="detached")
+    assert page.locator('#switchboard [data-part="cross.2.2"]').get_attribute("aria-pressed") == "true"

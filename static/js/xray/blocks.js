@@ -186,7 +186,7 @@ function cells(name, label, dims, keys, values, kind) {
   return step(name, label, dims, box);
 }
 
-function blockLinks(row, data) {
+function blockLinks(row, data, head) {
   const links = el("p", null, "xr-links");
   const carried = ITT.carriedQuery();
   let path = "/embeddings";
@@ -205,7 +205,31 @@ function blockLinks(row, data) {
   const a = el("a", `${t("xray.deep_dive")} ↗`);
   a.href = `${path}?${carried}`;
   links.append(a);
+  for (const [part, label] of switchOffParts(row, head)) {
+    const query = ITT.carriedQuery();
+    query.set("off", part);
+    const off = el("a", `${label} ↗`, "xr-switch-off");
+    off.href = `/ablation?${query}`;
+    off.dataset.part = part;
+    links.append(" · ", off);
+  }
   return links;
+}
+
+const PART_KINDS = { encoder: "enc", decoder_self: "dec", cross: "cross" }; // model/explain/ablation.py
+
+/** The parts of this block /ablation can switch off, with their link text: an attention block's
+    shown head (0-based ``head``) and the whole sublayer, a feed-forward network, the positions an
+    embedding adds. */
+function switchOffParts(row, head) {
+  if (row.type === "attention") {
+    const name = `${PART_KINDS[row.kind]}.${row.layer + 1}`;
+    return [[`${name}.${head + 1}`, t("xray.switch_head_off", { n: head + 1 })],
+      [name, t("xray.switch_sublayer_off")]];
+  }
+  if (row.block === "ffn") return [[`${row.side === "encoder" ? "encffn" : "decffn"}.${row.layer + 1}`, t("xray.switch_sublayer_off")]];
+  if (row.block === "embedding") return [[row.side === "encoder" ? "pos.enc" : "pos.dec", t("xray.switch_positions_off")]];
+  return [];
 }
 
 export function renderBlock(state) {
@@ -296,6 +320,6 @@ export function renderBlock(state) {
     table.append(tbody);
     parts.push(step("top", t("xray.b.logits", { n: data.top.length, v: s.vocab }), `${s.d_model}→${s.vocab}`, table));
   }
-  parts.push(blockLinks(row, data));
+  parts.push(blockLinks(row, data, state.head));
   row.panel.replaceChildren(...parts);
 }
