@@ -9,7 +9,8 @@
    state.js (the one state object), data.js (decoding /api/xray/view), frames.js (the timeline),
    rows.js (rows, layout, strips), overlay.js (lines, bars, tokens), narration.js, player.js
    (render, play, step, scroll, motion), whatif.js (sampling knobs, forcing, comparison),
-   sampling.js and beam.js (the formulas copied from Python, pure), beamtree.js, blocks.js. */
+   sampling.js and beam.js (the formulas copied from Python, pure), beamtree.js, blocks.js,
+   saved.js (saving the x-ray to a file and opening it again). */
 
 import { S, saveFrame } from "./state.js";
 import { $, cfg } from "./dom.js";
@@ -21,16 +22,26 @@ import { decodeAll, draw, drawCompare, drawSampling } from "./whatif.js";
 import { renderBlock, toggleBlock } from "./blocks.js";
 import { drawBeam } from "./beamtree.js";
 import { filterDistribution } from "./sampling.js";
+import { fromModel, wireFiles } from "./saved.js";
 
 /** Fetch what the x-ray draws for the URL's request (one answer), then build and draw everything. */
 async function reload() {
   document.body.dataset.xray = "loading";
-  S.playing = false;
-  clearTimeout(S.timer);
   ITT.clearError();
   const req = ITT.requestFromURL();
   // one download per sentence: what the picture draws (all logits come when a knob turns)
-  const { trace, xr, original } = decodeView(await ITT.api("/api/xray/view", req));
+  const view = await ITT.api("/api/xray/view", req);
+  fromModel();
+  await show(view, req);
+}
+
+/** Draw a packed view of ``req``: just downloaded, or read from a saved file (saved.js). */
+async function show(view, req) {
+  document.body.dataset.xray = "loading";
+  S.playing = false;
+  clearTimeout(S.timer);
+  const { trace, xr, original } = decodeView(view);
+  S.view = view;
   S.req = req;
   S.trace = trace;
   S.xr = xr;
@@ -143,5 +154,6 @@ function wire() {
 }
 
 wire();
+wireFiles(show);
 ITT.start(reload);
 window.ITTXray = { state: S, filterDistribution, go, play, pause };

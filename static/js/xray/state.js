@@ -3,6 +3,7 @@
 
 export const S = {
   req: null, // the request body the URL describes (sentence, strategy, forced prefix …)
+  view: null, // the packed /api/xray/view answer (an ArrayBuffer) everything below was decoded from
   trace: null, // /api/xray/view for that request, decoded into /api/trace's shape: tokens,
   //               attention, Add & Norm sizes, FFN shares, steps (top 5), beam nodes
   xr: null, // the rest of it: strips per stage, the sampling table's rows per step, length
