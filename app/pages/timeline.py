@@ -26,7 +26,16 @@ from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.engine import Engine, cancellable
 from app.layout import render_page
-from app.plots import BLUE, DIVERGING, GREY, ORANGE, attention_heatmap, base_layout, category_axis
+from app.plots import (
+    BLUE,
+    DIVERGING,
+    GREY,
+    ORANGE,
+    attention_heatmap,
+    base_layout,
+    category_axis,
+    unique_labels,
+)
 from app.schemas import ENGLISH, MAX_TEXT_CHARS, TOKENS_RULE, Strict, TranslateRequest, errors
 from model.timeline import FOLDER, MANIFEST, Timeline, read_along
 from model.translator import Translator
@@ -253,8 +262,10 @@ def attention_difference(a: dict, b: dict, parted: int | None, t) -> dict:
     delta = [[round(y - x, 4) for x, y in zip(ra, rb, strict=True)]
              for ra, rb in zip(a["matrix"][:rows], b["matrix"][:rows], strict=True)]
     distance = [0.5 * sum(abs(v) for v in row) for row in delta]
+    # a row is the step both read the same characters at; where they wrote different ones: "a / b"
+    written = [x if x == y else f"{x} / {y}" for x, y in zip(a["labels"], b["labels"], strict=False)]
     heatmap = {"type": "heatmap", "z": delta, "x": a["figure"]["data"][0]["x"],
-               "y": a["figure"]["data"][0]["y"][:rows], "colorscale": DIVERGING, "zmid": 0,
+               "y": unique_labels(written[:rows]), "colorscale": DIVERGING, "zmid": 0,
                "zmin": -1, "zmax": 1, "xgap": 1, "ygap": 1,
                "hovertemplate": "%{y} → %{x}<br>Δ = %{z:.4f}<extra></extra>"}
     layout = base_layout(t("timeline.difference_title", a=a["label"], b=b["label"]),

@@ -51,13 +51,12 @@
     const slider = $("snapshot-slider");
     slider.max = String(stops.length - 1);
     $("stops").replaceChildren(...stops.map((stop, index) => {
-      const item = document.createElement("li");
       const button = ITT.element("button", stop.short, "secondary");
       button.type = "button";
+      button.title = stop.label;
       button.dataset.index = String(index);
-      button.addEventListener("click", () => go(index, true));
-      item.appendChild(button);
-      return item;
+      button.addEventListener("click", () => go(index, true).catch((e) => ITT.showError(e.message)));
+      return button;
     }));
     const select = $("compare-select");
     const none = select.options[0];
@@ -164,7 +163,8 @@
     const b = $("attention-b");
     b.hidden = !answer.b;
     if (answer.b) ITT.plot(b, answer.b.figure);
-    $("spread-line").textContent = [answer.a, answer.b].filter(Boolean).map(spreadText).join(" — ");
+    $("spread-line").replaceChildren(...[answer.a, answer.b].filter(Boolean)
+      .map((side) => ITT.element("p", spreadText(side))));
     const line = $("difference-line");
     const plot = $("difference-plot");
     const difference = answer.difference;
