@@ -183,8 +183,25 @@ const ITT = (() => {
     return request(`${path}?${query}`, { headers: { Accept: "application/json" } });
   }
 
-  // Every chart's mode bar keeps one button: download as PNG (no Plotly logo, no cloud links).
-  const PLOT_CONFIG = { displaylogo: false, responsive: true, modeBarButtons: [["toImage"]] };
+  // Every chart's mode bar keeps two buttons: download as PNG, and as SVG (vector, for slides and
+  // print); no Plotly logo, no cloud links. Both are drawn in the browser: nothing leaves it.
+  const PLOT_CONFIG = { displaylogo: false, responsive: true };
+  const SVG_ICON = { width: 16, height: 16, path: "M2 1h9l3 3v11H2zM4 9l2 4 2-4M9 9h3v4H9v-2h2" };
+
+  /** A file name from the chart's caption (letters and digits, any script), else its id. */
+  function imageName(node) {
+    const caption = node.parentElement && node.parentElement.querySelector(".plot-title");
+    const words = ((caption && caption.textContent) || node.id || "figure").match(/[\p{L}\p{N}]+/gu);
+    return (words || ["figure"]).slice(0, 8).join("-");
+  }
+
+  function modeBar(node) {
+    const svg = {
+      name: "toSVG", title: t("plot.svg"), icon: SVG_ICON,
+      click: (gd) => window.Plotly.downloadImage(gd, { format: "svg", filename: imageName(gd) }),
+    };
+    return { modeBarButtons: [["toImage", svg]], toImageButtonOptions: { format: "png", filename: imageName(node) } };
+  }
 
   /** The chart's frame: a wrapper holding a caption above the chart, made once per chart. */
   function frame(node) {
@@ -219,8 +236,9 @@ const ITT = (() => {
   }
 
   function plot(node, figure, config) {
-    const options = Object.assign({}, PLOT_CONFIG, config || {});
-    return window.Plotly.react(node, figure.data, fitted(node, figure.layout), options);
+    const layout = fitted(node, figure.layout); // first: the caption names the downloads
+    const options = Object.assign({}, PLOT_CONFIG, modeBar(node), config || {});
+    return window.Plotly.react(node, figure.data, layout, options);
   }
 
   /** Draw a figure if there is one, else leave a short note (e.g. no training history). */

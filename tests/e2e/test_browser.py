@@ -201,15 +201,31 @@ def test_narrow_window(browser, server):
     context.close()
 
 
-def test_the_mode_bar_only_downloads_a_png(page, server):
-    """No Plotly logo, no cloud or edit links, no lasso/select tools: one PNG download button."""
+def test_the_mode_bar_only_downloads_the_chart_as_png_or_svg(page, server, tmp_path):
+    """No Plotly logo, no cloud or edit links, no lasso/select tools: download as PNG or SVG,
+    both made in the browser, named after the chart's caption."""
     page.goto(f"{server}/pipeline?max_len=6")
     wait_idle(page)
     page.locator("#probabilities").hover()
     buttons = page.locator("#probabilities .modebar-btn")
-    assert buttons.count() == 1
-    assert buttons.first.get_attribute("data-title").lower() == "download plot as a png"
+    assert buttons.count() == 2
+    assert buttons.nth(0).get_attribute("data-title").lower() == "download plot as a png"
+    assert buttons.nth(1).get_attribute("data-title") == "Download as SVG (vector)"
     assert page.locator("#probabilities .modebar a[href]").count() == 0  # no plotly.com logo
+    # named after the chart's caption when it has one, else after its element's id
+    captions = page.locator("#probabilities").locator("xpath=..").locator(".plot-title")
+    caption = captions.text_content() if captions.count() and captions.is_visible() else "probabilities"
+    files = {}
+    for index, kind in ((0, "png"), (1, "svg")):
+        with page.expect_download() as download:
+            buttons.nth(index).click()
+        name = download.value.suggested_filename
+        assert name.endswith(f".{kind}") and name.split("-")[0].split(".")[0] == caption.split()[0], (name, caption)
+        files[kind] = tmp_path / name
+        download.value.save_as(files[kind])
+    assert files["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = files["svg"].read_text()
+    assert svg.startswith("<svg") and "</svg>" in svg and "<script" not in svg
 
 
 def test_decoder_rows_say_what_each_position_produces(page, server):

@@ -49,12 +49,13 @@ def test_no_page_scrolls_sideways_on_a_phone(phone, server, lang):
         wait_idle(phone)
         assert phone.locator("#error").is_hidden(), (path, phone.locator("#error").text_content())
         assert overflow(phone) <= 0, (lang, path, overflow(phone))
-        # every chart keeps one mode-bar button: download as PNG
+        # every chart keeps two mode-bar buttons: download as PNG, download as SVG
         for chart in phone.locator(".js-plotly-plot").all():
             buttons = chart.locator(".modebar-btn")
-            assert buttons.count() <= 1, path
+            assert buttons.count() in (0, 2), path
             if buttons.count():
                 assert "png" in buttons.first.get_attribute("data-title").lower(), path
+                assert "SVG" in buttons.nth(1).get_attribute("data-title"), path
 
 
 def test_a_long_unbreakable_output_stays_inside_a_phone(phone, server):
