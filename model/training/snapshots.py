@@ -174,7 +174,9 @@ def pack(run: Path, out: Path, steps: list[str], data: Path, shipped: Path | Non
         else:
             stored = quantise(written)
             file = out / f"{name}.safetensors"
-            save_file(stored, str(file), metadata={"format": "pt", "step": str(record["step"])})
+            # one metadata key: safetensors writes several in a random order, and a re-pack should
+            # write the same bytes for the same snapshot (git then keeps one copy)
+            save_file(stored, str(file), metadata={"format": "pt"})
             file.chmod(0o644)
             served = build_model(config, dequantise(stored))
             entry |= {"file": file.name, "bytes": file.stat().st_size,
