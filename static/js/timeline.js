@@ -184,7 +184,7 @@
   function drawStored() {
     const rows = summary.snapshots.map((stop) => [
       stop.label,
-      stop.regenerated ? ITT.t("timeline.regenerated") : ITT.t("timeline.int8", { mb: (stop.bytes / 1e6).toFixed(1) }),
+      stop.regenerated ? ITT.t("timeline.regenerated") : ITT.t("timeline.int8"),
       String(stop.dev_bleu),
       String(stop.dev_bleu_full),
       ITT.t("timeline.identical", { n: stop.identical, of: summary.dev.pairs }),
@@ -193,6 +193,8 @@
       ITT.t("timeline.col_snapshot"), ITT.t("timeline.col_stored"), ITT.t("timeline.col_bleu"),
       ITT.t("timeline.col_bleu_full"), ITT.t("timeline.col_identical"),
     ], rows, true);
+    const stored = summary.snapshots.find((stop) => !stop.regenerated);
+    $("stored-size").textContent = stored ? ITT.t("timeline.stored_size", { mb: (stored.bytes / 1e6).toFixed(1) }) : "";
     const run = summary.run;
     $("run-line").textContent = ITT.t(run.finished ? "timeline.run_done" : "timeline.run_partial", {
       epochs: run.epochs_done, planned: run.epochs_planned, pairs: ITT.number(run.train_pairs || 0),
