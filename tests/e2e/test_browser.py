@@ -220,7 +220,8 @@ def test_the_mode_bar_only_downloads_the_chart_as_png_or_svg(page, server, tmp_p
         with page.expect_download() as download:
             buttons.nth(index).click()
         name = download.value.suggested_filename
-        assert name.endswith(f".{kind}") and name.split("-")[0].split(".")[0] == caption.split()[0], (name, caption)
+        stem = name.split("-")[0].split(".")[0]
+        assert name.endswith(f".{kind}") and stem == caption.split()[0], (name, caption)
         files[kind] = tmp_path / name
         download.value.save_as(files[kind])
     assert files["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
