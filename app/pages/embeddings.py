@@ -245,12 +245,15 @@ def projection_figure(projection: dict, stage_names: list[str], heading: str = "
         })
         left = column * (width + gap_x)
         top = 1 - row * (height + gap_y)
+        # rounded into [0, 1]: the sums above can land a hair outside it (-5.6e-17)
+        x_domain = [round(max(0.0, left), 6), round(min(1.0, left + width), 6)]
+        y_domain = [round(max(0.0, top - height), 6), round(min(1.0, top), 6)]
         layout_axes[f"xaxis{suffix}"] = {
-            "domain": [left, left + width], "range": [middle_x - half_x, middle_x + half_x],
+            "domain": x_domain, "range": [middle_x - half_x, middle_x + half_x],
             "showticklabels": False, "zeroline": False, "showgrid": True, "anchor": f"y{suffix}",
         }
         layout_axes[f"yaxis{suffix}"] = {
-            "domain": [top - height, top], "range": [middle_y - half_y, middle_y + half_y],
+            "domain": y_domain, "range": [middle_y - half_y, middle_y + half_y],
             "showticklabels": False, "zeroline": False, "showgrid": True, "anchor": f"x{suffix}",
         }
         annotations.append({"text": title, "x": left + width / 2, "y": top, "xref": "paper",

@@ -299,7 +299,7 @@ def curve_figure(manifest: dict, marked: list[int], t) -> dict:
               for step, colour in zip(marked, (BLUE, ORANGE), strict=False)]
     last = max([*curve["step"], *marked, *(e.get("step") or 0 for e in manifest["snapshots"])])
     return {"data": data, "layout": base_layout(
-        t("timeline.curve_title"), 280,
+        "", 280,  # the section's heading names the chart
         xaxis={"title": {"text": t("timeline.step")}, "range": [0, last * 1.03 or 1]},
         yaxis={"title": {"text": t("timeline.loss")}, "rangemode": "tozero"},
         yaxis2={"title": {"text": t("timeline.dev_bleu")}, "overlaying": "y", "side": "right",
