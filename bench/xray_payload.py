@@ -97,7 +97,8 @@ def shown(body: bytes) -> dict:
     strips = {}
     for side in ("encoder", "decoder"):
         codes = arrays[f"strips.{side}"]
-        strips[side] = [{"scale": stage["scale"], "codes": codes[s]}
+        scales = arrays[f"strips.{side}.scales"]
+        strips[side] = [{"scale": stage["scale"], "scales": scales[s], "codes": codes[s]}
                         for s, stage in enumerate(header["stages"][side])]
     return {"header": header, "encoder": layers("encoder"), "decoder": layers("decoder"),
             "strips": strips, "sampling_ids": arrays["sampling.ids"],
@@ -151,6 +152,7 @@ def differences(client, body: dict) -> list[str]:
         for s, stage in enumerate(old[side]["values"]):
             mine = view["strips"][side][s]
             same(f"strips.{side}.{s}.scale", mine["scale"], stage["scale"])
+            same(f"strips.{side}.{s}.scales", mine["scales"].tolist(), stage["scales"])
             same(f"strips.{side}.{s}.codes", mine["codes"].tobytes(),
                  np.frombuffer(base64.b64decode(stage["codes"]), np.int8).tobytes())
     if body.get("forced_prefix"):

@@ -30,6 +30,7 @@ PAGES = {
     "interpret": "/decode?why=1&step=0",
     "kv-cache": "/kv-cache",
     "training": "/training",
+    "timeline": "/timeline?text=The+woman+said+that+she+was+tired.&at=step001600&vs=step000400",
     "scale": "/scale",
 }
 # Pages whose interesting part starts below the controls: scroll there before the shot.

@@ -50,20 +50,28 @@ def _round(values: torch.Tensor, digits: int) -> list:
     return torch.round(values.detach().double(), decimals=digits).tolist()
 
 
-def _strip_codes(vectors: torch.Tensor) -> tuple[float, np.ndarray]:
-    """``_strip``'s scale and int8 codes, as an array."""
-    scale = float(vectors.abs().max()) or 1.0
-    return scale, torch.round(vectors / scale * 127).to(torch.int8).numpy()
+def _strip_codes(vectors: torch.Tensor) -> tuple[float, np.ndarray, np.ndarray]:
+    """``_strip``'s numbers as arrays: the stage's largest |value|, each position's own scale
+    (its largest |value|, float32) and the int8 codes, value ≈ code / 127 × scale[position].
+
+    One scale per position, not per stage: a stage where one token's vector is huge (the
+    feed-forward output at "." or <eos>, ~200 against ~2 elsewhere) would otherwise round every
+    other token's values to code 0, and its strips would be drawn blank."""
+    scales = vectors.detach().abs().amax(dim=-1).float()
+    scales = torch.where(scales > 0, scales, torch.ones_like(scales))
+    codes = torch.round(vectors.detach().float() / scales[:, None] * 127).to(torch.int8).numpy()
+    return float(scales.max()), scales.numpy().astype(np.float32), codes
 
 
 def _strip(vectors: torch.Tensor) -> dict:
-    """(L, D) vectors → one scale and int8 codes (base64, row-major): value ≈ code / 127 × scale.
+    """(L, D) vectors → int8 codes (base64, row-major) and one scale per position: value ≈
+    code / 127 × scales[position]; ``scale`` is the largest of them.
 
-    The strips are colours, so 1/127 of the stage's largest value is finer than any colour step;
+    The strips are colours, so 1/127 of a token's largest value is finer than any colour step;
     the exact numbers are in the trace and in the opened blocks.
     """
-    scale, codes = _strip_codes(vectors)
-    return {"scale": scale, "shape": list(vectors.shape),
+    scale, scales, codes = _strip_codes(vectors)
+    return {"scale": scale, "scales": scales.tolist(), "shape": list(vectors.shape),
             "codes": base64.b64encode(np.ascontiguousarray(codes).tobytes()).decode("ascii")}
 
 
@@ -174,8 +182,9 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None)
         named = recorded.stages(side)
         strips = [_strip_codes(vectors) for _, _, vectors in named]
         stages[side] = [{"name": name, "layer": layer, "scale": scale}
-                        for (name, layer, _), (scale, _) in zip(named, strips, strict=True)]
-        arrays[f"strips.{side}"] = np.stack([codes for _, codes in strips])  # (stages, L, D)
+                        for (name, layer, _), (scale, _, _) in zip(named, strips, strict=True)]
+        arrays[f"strips.{side}"] = np.stack([codes for _, _, codes in strips])  # (stages, L, D)
+        arrays[f"strips.{side}.scales"] = np.stack([scales for _, scales, _ in strips])  # (stages, L)
         layers = trace.encoder if side == "encoder" else trace.decoder
         add_norms = [ADD_NORM_NAMES[side][sublayer] for sublayer in SUBLAYERS[side]]
         # (layers, Add & Norms, NORMS, positions) and (layers, positions)

@@ -34,7 +34,7 @@ def _counting(client):
 
 def _strip(stage: dict) -> np.ndarray:
     codes = np.frombuffer(base64.b64decode(stage["codes"]), dtype=np.int8).reshape(stage["shape"])
-    return codes.astype(np.float64) / 127 * stage["scale"]
+    return codes.astype(np.float64) / 127 * np.array(stage["scales"])[:, None]
 
 
 def test_the_xray_answer_is_the_traces_own_pass(fresh_client):
@@ -152,10 +152,15 @@ def test_the_views_rounding_error_is_half_a_unit_of_the_shown_decimal(app_client
                             for r in recorded.records(side, f"attention:{sublayer}")])
         assert np.abs(codes / 1e5 - weights).max() <= 0.5e-5 + 1e-12
     for side in ("encoder", "decoder"):
-        for (_, _, vectors), stage, codes in zip(recorded.stages(side), header["stages"][side],
-                                                 arrays[f"strips.{side}"], strict=True):
-            error = np.abs(codes.astype(np.float64) * stage["scale"] / 127 - vectors.double().numpy())
-            assert error.max() <= stage["scale"] / 254 * (1 + 1e-6)
+        for (_, _, vectors), stage, codes, scales in zip(
+                recorded.stages(side), header["stages"][side], arrays[f"strips.{side}"],
+                arrays[f"strips.{side}.scales"], strict=True):
+            values = vectors.double().numpy()
+            error = np.abs(codes.astype(np.float64) * scales[:, None] / 127 - values)
+            # each position to half a code step of its own largest value
+            assert (error.max(axis=1) <= scales / 254 * (1 + 1e-5) + 1e-7).all()
+            assert np.allclose(scales, np.abs(values).max(axis=1), rtol=1e-6)
+            assert stage["scale"] == float(scales.max())
 
 
 def test_the_logits_come_apart_and_are_the_models(app_client):

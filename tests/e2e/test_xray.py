@@ -99,11 +99,12 @@ def all_close(got, want, tol: float) -> bool:
 
 
 def strips(stage: dict) -> tuple[list[list[float]], float]:
-    """Decode one stage of /api/xray: int8 codes × scale / 127, one row per position."""
+    """Decode one stage of /api/xray: int8 codes × its position's scale / 127, one row per
+    position; and the stage's largest scale."""
     codes = struct.unpack(f"{len(base64.b64decode(stage['codes']))}b", base64.b64decode(stage["codes"]))
     length, d = stage["shape"]
-    factor = stage["scale"] / 127
-    return [[c * factor for c in codes[i * d:(i + 1) * d]] for i in range(length)], stage["scale"]
+    return [[c * stage["scales"][i] / 127 for c in codes[i * d:(i + 1) * d]]
+            for i in range(length)], stage["scale"]
 
 
 def decode_logits(block: dict) -> list[list[float]]:

@@ -321,7 +321,7 @@ def test_the_views_sampling_rows_and_numbers_are_what_the_page_drew_before(serve
         old = api(server, "/api/xray", body)
         stage = old["decoder"]["values"][-1]
         codes = np.frombuffer(base64.b64decode(stage["codes"]), dtype=np.int8)[: stage["shape"][1]]
-        factor = stage["scale"] / 127
+        factor = stage["scales"][0] / 127
         assert got["strip"] == [float(np.float32(c * factor)) for c in codes.tolist()]
         assert got["vocab"] == len(old["vocab"])
     assert rows >= 12 * 15 * 5

@@ -28,13 +28,14 @@ export function unpack(buffer) {
   return { header, arrays };
 }
 
-/** (stages, L, d) int8 codes and each stage's scale → per stage, one Float32Array per
-    position: code / 127 × scale (the numbers /api/xray's strips decode to). */
-function strips({ data, shape: [stages, length, d] }, scales) {
-  return scales.map((scale, s) => {
-    const factor = scale / 127;
+/** (stages, L, d) int8 codes and (stages, L) float32 scales, one per position → per stage, one
+    Float32Array per position: code / 127 × its position's scale (what /api/xray's strips decode
+    to). One scale per position keeps a token with a huge vector from blanking the others. */
+function strips({ data, shape: [stages, length, d] }, { data: scales }) {
+  return Array.from({ length: stages }, (_, s) => {
     const rows = [];
     for (let i = 0; i < length; i++) {
+      const factor = scales[s * length + i] / 127;
       const row = new Float32Array(d);
       const base = (s * length + i) * d;
       for (let j = 0; j < d; j++) row[j] = data[base + j] * factor;
@@ -98,7 +99,6 @@ export function decodeView(buffer) {
     steps: h.steps, beam: h.beam, embeddings: { encoder: { sum: h.embedding_head } },
     encoder: layers(h, arrays, "encoder"), decoder: layers(h, arrays, "decoder"),
   };
-  const scales = (side) => h.stages[side].map((stage) => stage.scale);
   const ids = arrays["sampling.ids"];
   const [steps, rows] = ids.shape;
   const sampling = Array.from({ length: steps }, (_, t) => ({
@@ -108,8 +108,8 @@ export function decodeView(buffer) {
     kept: h.sampling.kept[t], mass: h.sampling.mass[t],
   }));
   const xr = {
-    encoder: { stages: h.stages.encoder, values: strips(arrays["strips.encoder"], scales("encoder")) },
-    decoder: { stages: h.stages.decoder, values: strips(arrays["strips.decoder"], scales("decoder")) },
+    encoder: { stages: h.stages.encoder, values: strips(arrays["strips.encoder"], arrays["strips.encoder.scales"]) },
+    decoder: { stages: h.stages.decoder, values: strips(arrays["strips.decoder"], arrays["strips.decoder.scales"]) },
     length_penalty: h.length_penalty, vocabSize: h.vocab_size, sampling, logits: null, vocab: null,
   };
   const original = h.original ? { steps: h.original.map((token) => ({ token })) } : null;
