@@ -187,12 +187,16 @@ def test_masked_cells_are_drawn_and_a_head_is_a_history_entry(page, server):
 
 
 def test_tour_numbering_coreference_verdict_and_scale_headings(page, server):
-    for stop in range(10):
+    from app.pages.tour import TOUR
+
+    stops = len(TOUR)
+    for stop in range(stops):
         page.goto(f"{server}/tour?step={stop}")
         title = page.locator("#tour-step-title").text_content()
-        assert not title[:1].isdigit(), title  # "Stop n of 10" is the only number
-        assert page.locator("#tour-card .muted").first.text_content() == f"Stop {stop + 1} of 10"
-    for stop in (5, 9):  # coreference and scale have live figures too
+        assert not title[:1].isdigit(), title  # "Stop n of N" is the only number
+        assert page.locator("#tour-card .muted").first.text_content() == f"Stop {stop + 1} of {stops}"
+    paths = [path for path, _, _ in TOUR]
+    for stop in (paths.index("/coreference"), paths.index("/scale")):  # live figures there too
         page.goto(f"{server}/tour?step={stop}")
         wait_idle(page)
         assert page.locator("#tour-preview .main-svg").count() > 0, stop
