@@ -109,3 +109,13 @@ def test_a_file_that_is_not_a_saved_xray_is_refused_and_the_picture_stays(page, 
     for name in ("other.json", "cut.json", "garbage.json"):
         assert "not a saved x-ray" in messages[name], (name, messages[name])
     assert page.locator("body[data-xray=ready]").count() == 1
+
+
+def test_the_xray_links_to_the_training_timeline_with_the_sentence(page, server):
+    page.goto(f"{server}/?text={quote(OTHER)}&max_len=8")
+    ready(page)
+    link = page.locator("#timeline-link a")
+    assert link.is_visible()
+    link.click()
+    page.wait_for_url("**/timeline**")
+    assert parse_qs(urlsplit(page.url).query)["text"] == [OTHER]
