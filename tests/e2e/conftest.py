@@ -116,6 +116,19 @@ def page(browser, request):
     watch.check()
 
 
+@pytest.fixture()
+def phone(browser):
+    """A 390 px page (English) that fails the test on any uncaught script error."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+    assert errors == [], errors
+
+
 def shot(page, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)

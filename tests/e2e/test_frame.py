@@ -13,17 +13,6 @@ def wait_idle(page) -> None:
     page.locator("body.busy").wait_for(state="detached")
 
 
-@pytest.fixture()
-def phone(browser):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    yield page
-    context.close()
-    assert errors == [], errors
-
-
 def test_on_a_phone_the_pages_fold_behind_a_menu_button(phone, server):
     phone.goto(f"{server}/attention")
     wait_idle(phone)

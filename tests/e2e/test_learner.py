@@ -28,18 +28,6 @@ def overflow(page) -> int:
     return page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
 
 
-@pytest.fixture()
-def phone(browser):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.set_default_timeout(30_000)
-    yield page
-    context.close()
-    assert errors == []
-
-
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_no_page_scrolls_sideways_on_a_phone(phone, server, lang):
     phone.goto(f"{server}/lang/{lang}?next=/")
