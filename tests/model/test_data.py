@@ -1,6 +1,8 @@
 """Training-data helpers: joined long pairs (``concatenate_pairs``) and varied numbers."""
 
-from model.training.data import Pair, concatenate_pairs, vary_numbers
+import gzip
+
+from model.training.data import Pair, concatenate_pairs, read_names, vary_names, vary_numbers
 
 SHORT = [
     Pair("The cat sleeps.", "猫在睡觉。", "tatoeba"),
@@ -44,3 +46,42 @@ def test_vary_numbers_changes_numbers_on_both_sides_alike():
     number = varied.english.split()[2]
     assert number.isdigit() and len(number) == 2
     assert varied.chinese == f"它{number}美元。"
+
+
+CEDICT_LINES = """\
+# a few CC-CEDICT lines in its own format
+湯姆 汤姆 [Tang1 mu3] /Tom (name)/
+倫敦 伦敦 [Lun2 dun1] /London, capital of United Kingdom/
+波士頓 波士顿 [Bo1 shi4 dun4] /Boston/
+里昂 里昂 [Li3 ang2] /Lyon (city in France)/
+獅子 狮子 [Shi1 zi5] /Leo (star sign)/
+佛教 佛教 [Fo2 jiao4] /Buddhism/
+星期三 星期三 [xing1 qi1 san1] /Wednesday/
+田中 田中 [Tian2 zhong1] /Tanaka (Japanese surname)/
+貓 猫 [mao1] /cat/
+"""
+
+
+def _cedict(tmp_path):
+    path = tmp_path / "cedict.u8.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(CEDICT_LINES)
+    return path
+
+
+def test_read_names_keeps_person_names_and_wide_adds_places_only(tmp_path):
+    path = _cedict(tmp_path)
+    assert read_names(path) == {"Tom": "汤姆"}
+    assert read_names(path, wide=True) == {
+        "Tom": "汤姆", "London": "伦敦", "Boston": "波士顿", "Lyon": "里昂"}
+
+
+def test_vary_names_swaps_a_name_on_both_sides_with_another_of_the_list(tmp_path):
+    names = read_names(_cedict(tmp_path), wide=True)
+    pairs = [Pair("Tom lives in London.", "汤姆住在伦敦。", "tatoeba"), Pair("I see a cat.", "我看见一只猫。", "tatoeba")]
+    varied = vary_names(pairs, names, copies=8, seed=3)
+    assert len(varied) == 8  # only the pair with names on both sides is varied
+    for pair in varied:
+        found = [w for w in names if w in pair.english.split() or w + "." in pair.english.split()]
+        assert len(found) == 2 and all(names[w] in pair.chinese for w in found)
+    assert any("Tom" not in pair.english for pair in varied)
