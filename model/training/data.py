@@ -366,10 +366,11 @@ def vary_names(
             while other in found or other in mapping.values():
                 other = rng.choice(choices)
             mapping[word] = other
-        english = re.sub(rf"\b(?:{'|'.join(mapping)})\b", lambda m: mapping[m.group()], pair.english)
+        english = re.sub(rf"\b(?:{'|'.join(mapping)})\b", lambda m, swap=mapping: swap[m.group()],
+                         pair.english)
         zh = {names[word]: names[other] for word, other in mapping.items()}
         chinese = re.sub("|".join(sorted(map(re.escape, zh), key=len, reverse=True)),
-                         lambda m: zh[m.group()], pair.chinese)
+                         lambda m, swap=zh: swap[m.group()], pair.chinese)
         varied.append(Pair(english, chinese, pair.source))
     rng.shuffle(varied)
     return varied[:limit]

@@ -78,7 +78,8 @@ def test_read_names_keeps_person_names_and_wide_adds_places_only(tmp_path):
 
 def test_vary_names_swaps_a_name_on_both_sides_with_another_of_the_list(tmp_path):
     names = read_names(_cedict(tmp_path), wide=True)
-    pairs = [Pair("Tom lives in London.", "汤姆住在伦敦。", "tatoeba"), Pair("I see a cat.", "我看见一只猫。", "tatoeba")]
+    pairs = [Pair("Tom lives in London.", "汤姆住在伦敦。", "tatoeba"),
+             Pair("I see a cat.", "我看见一只猫。", "tatoeba")]
     varied = vary_names(pairs, names, copies=8, seed=3)
     assert len(varied) == 8  # only the pair with names on both sides is varied
     for pair in varied:
