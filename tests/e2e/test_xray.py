@@ -642,6 +642,9 @@ def test_an_open_block_links_to_switching_it_off(page, server):
         found = page.locator(f'.xr-row[data-key="{key}"] .xr-switch-off')
         parts[key] = [found.nth(i).get_attribute("data-part") for i in range(found.count())]
     assert parts == {"e-0-ffn": ["encffn.1"], "enc-embedding": ["pos.enc"], "d-0-add_norm1": []}
+    # opening d-0's block zoomed into decoder layer 1: layer 2's open panel waits, drawn small
+    assert not links.first.is_visible()
+    page.locator('.xr-group-title[data-zoom="d-1"]').click()
     links.first.click()
     page.wait_for_url("**/ablation**")
     assert parse_qs(urlsplit(page.url).query)["off"] == ["cross.2.2"]

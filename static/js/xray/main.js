@@ -10,7 +10,8 @@
    rows.js (rows, layout, strips), overlay.js (lines, bars, tokens), narration.js, player.js
    (render, play, step, scroll, motion), whatif.js (sampling knobs, forcing, comparison),
    sampling.js and beam.js (the formulas copied from Python, pure), beamtree.js, blocks.js,
-   saved.js (saving the x-ray to a file and opening it again). */
+   saved.js (saving the x-ray to a file and opening it again), zoom.js (the one-screen overview
+   and zooming into a layer). */
 
 import { S, saveFrame } from "./state.js";
 import { $, cfg } from "./dom.js";
@@ -23,6 +24,7 @@ import { renderBlock, toggleBlock } from "./blocks.js";
 import { drawBeam } from "./beamtree.js";
 import { filterDistribution } from "./sampling.js";
 import { fromModel, wireFiles } from "./saved.js";
+import { checkWidth, openFrom, startZoom, toggleZoom, wireZoom, zoomFromURL } from "./zoom.js";
 
 /** Fetch what the x-ray draws for the URL's request (one answer), then build and draw everything. */
 async function reload() {
@@ -54,7 +56,9 @@ async function show(view, req) {
   S.detail = query.get("detail") === "steps" ? "steps" : "blocks";
   $("xr-detail").value = S.detail;
   buildFrames();
-  buildRows(toggleBlock);
+  startZoom(zoomFromURL(query.get("zoom")));
+  buildRows((row) => openFrom(row, toggleBlock), toggleZoom);
+  checkWidth();
   buildTokens(setFocus);
   const head = query.get("head");
   S.head = head === "all" || (head !== null && /^\d+$/.test(head) && Number(head) < cfg.n_heads) ? head : "avg";
@@ -146,11 +150,12 @@ function wire() {
       pending = false;
       lastWidth = $("xr-stage").clientWidth;
       stickyOffset();
-      if (S.trace) { layoutAll(); render(); }
+      if (S.trace) { checkWidth(); layoutAll(); render(); }
     });
   });
   observer.observe($("xr-stage"));
   stickyOffset();
+  wireZoom(render);
 }
 
 wire();

@@ -8,6 +8,7 @@ import { drawChosen, drawOverlay, drawTokens } from "./overlay.js";
 import { narrate } from "./narration.js";
 import { drawSampling } from "./whatif.js";
 import { refreshOpenPanels } from "./blocks.js";
+import { follow } from "./zoom.js";
 
 const SUB_MS = 1400; // one sub-step at 1× speed
 const REDUCED_MOTION = window.matchMedia("(prefers-reduced-motion: reduce)");
@@ -65,21 +66,34 @@ export function go(frame, fromPlay) {
   const next = Math.max(0, Math.min(last, frame));
   const before = current();
   S.frame = next;
+  const moved = follow(current(), scrollActiveIntoView);
   render();
   const now = current();
   if (now.name === "output" && (before.t !== now.t || before.sub !== now.sub) && next > 0) {
     requestAnimationFrame(() => fly(now));
   }
   if (!fromPlay) saveFrame();
-  scrollActiveIntoView();
+  if (!moved) scrollActiveIntoView();
 }
 
-/** Scroll so the block computing now is below the player and on screen (playing or stepping). */
+/** Scroll so the block computing now is below the player and on screen (playing or stepping).
+    When the whole model fits below the player (the overview), keep all of it there instead, so
+    the picture stands still while the highlight moves. */
 function scrollActiveIntoView() {
   const row = S.rows.find((r) => r.node.classList.contains("xr-active") && r.side === (current().t === 0 ? "encoder" : "decoder"));
   if (!row) return;
-  const rect = row.node.getBoundingClientRect();
   const player = $("xr-player").getBoundingClientRect();
+  const stage = $("xr-stage").getBoundingClientRect();
+  // where the player's bottom is once it sticks below the site header
+  const top = parseFloat(getComputedStyle(document.documentElement).getPropertyValue("--xr-top")) || 0;
+  const stuck = top + player.height + 10;
+  if (S.overview && stage.height <= window.innerHeight - stuck) {
+    if (stage.top < stuck - 1 || stage.bottom > window.innerHeight) {
+      window.scrollBy({ top: stage.top - stuck, behavior: "auto" });
+    }
+    return;
+  }
+  const rect = row.node.getBoundingClientRect();
   if (rect.top < player.bottom || rect.bottom > window.innerHeight) {
     window.scrollBy({ top: rect.top - player.bottom - 20, behavior: "auto" });
   }

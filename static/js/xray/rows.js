@@ -10,6 +10,7 @@ import { current, memoryReady, rowState } from "./frames.js";
 
 export const STRIP_H = 14;
 export const LINES_H = 46;
+export const LINES_H_OVERVIEW = 24; // a layer drawn small beside the others, on the one-screen overview
 export const MEMORY_H = 12;
 export const TOP_BARS = 5;
 
@@ -71,8 +72,36 @@ export function rowTitle(row) {
   }
 }
 
-/** Build every row into the two columns; onToggle(row) runs when a block's head is clicked. */
-export function buildRows(onToggle) {
+/** A side's layers, each a box of its rows, side by side on the overview (stacked below it);
+    the box's title is a button that zooms into the layer (onZoom(key)). */
+function layerGrid(groups, side, total, add, onZoom) {
+  const grid = el("div", null, "xr-layers");
+  grid.style.setProperty("--xr-layer-cols", String(total <= 4 ? total : Math.ceil(total / 2)));
+  grid.style.setProperty("--xr-layer-cols-zoomed", String(Math.max(1, Math.min(total - 1, 5))));
+  for (const group of groups) {
+    const key = `${side[0]}-${group.layer}`;
+    const box = el("div", null, "xr-group");
+    box.dataset.zoom = key;
+    box.style.viewTransitionName = `xr-layer-${key}`; // the zoom's animation moves each box
+    const title = el("button", null, "xr-group-title");
+    title.type = "button";
+    title.dataset.zoom = key;
+    title.setAttribute("aria-expanded", "false");
+    title.append(el("span", t(side === "encoder" ? "xray.encoder_layer" : "xray.decoder_layer",
+      { n: group.layer + 1, total }), "xr-group-name xr-long"),
+    el("span", t("xray.layer_short", { n: group.layer + 1 }), "xr-group-name xr-short"),
+    el("span", null, "xr-zoom-icon"));
+    title.addEventListener("click", () => onZoom(key));
+    box.append(title);
+    group.rows.forEach((row) => add(box, { ...row, side, layer: group.layer }));
+    grid.append(box);
+  }
+  return grid;
+}
+
+/** Build every row into the two columns; onToggle(row) runs when a block's head is clicked,
+    onZoom(key) when a layer's title is. */
+export function buildRows(onToggle, onZoom) {
   const specs = rowSpecs();
   S.rows = [];
   const encRoot = $("xr-enc-rows");
@@ -85,21 +114,11 @@ export function buildRows(onToggle) {
     S.rows.push(row);
   };
   specs.enc.forEach((row) => add(encRoot, row));
-  for (const group of specs.groups) {
-    const box = el("div", null, "xr-group");
-    box.append(el("p", t("xray.encoder_layer", { n: group.layer + 1, total: cfg.n_encoder_layers }), "xr-group-title"));
-    group.rows.forEach((row) => add(box, { ...row, side: "encoder", layer: group.layer }));
-    encRoot.append(box);
-  }
+  encRoot.append(layerGrid(specs.groups, "encoder", cfg.n_encoder_layers, add, onZoom));
   const note = el("p", t("xray.memory_note", { n: cfg.n_decoder_layers }), "xr-memory-note");
   encRoot.append(note);
   specs.dec.forEach((row) => add(decRoot, row));
-  for (const group of specs.decGroups) {
-    const box = el("div", null, "xr-group");
-    box.append(el("p", t("xray.decoder_layer", { n: group.layer + 1, total: cfg.n_decoder_layers }), "xr-group-title"));
-    group.rows.forEach((row) => add(box, { ...row, side: "decoder", layer: group.layer }));
-    decRoot.append(box);
-  }
+  decRoot.append(layerGrid(specs.decGroups, "decoder", cfg.n_decoder_layers, add, onZoom));
   specs.tail.forEach((row) => add(decRoot, row));
 }
 
@@ -114,6 +133,10 @@ function makeRow(row, onToggle) {
   const head = el(openable ? "button" : "div", null, openable ? "xr-head" : "xr-head xr-static");
   if (openable) head.type = "button";
   head.append(el("span", name, "xr-name"), el("span", shape, "xr-shape"));
+  if (row.block === "cross_attention") { // the overview's layers are narrow: a short name there
+    head.firstChild.classList.add("xr-long");
+    head.prepend(el("span", t("xray.cross_attention_short"), "xr-name xr-short"));
+  }
   if (row.type === "stage" || row.type === "attention") {
     row.range = el("span", null, "xr-range"); // the row's colour scale, ±m (layoutRow writes it)
     head.append(row.range);
@@ -176,8 +199,14 @@ export function lanes(width, n) {
   return { w, x: (i) => (i + 0.5) * w };
 }
 
+/** Whether a row is drawn small: a layer on the overview that is not the one zoomed into. */
+export function isSmall(row) {
+  return S.overview && row.layer !== undefined && S.zoom !== `${row.side[0]}-${row.layer}`;
+}
+
 export function figHeight(row) {
-  if (row.type === "attention") return (row.kind === "cross" ? MEMORY_H + 14 : 0) + LINES_H + STRIP_H + 4;
+  const lines = isSmall(row) ? LINES_H_OVERVIEW : LINES_H;
+  if (row.type === "attention") return (row.kind === "cross" ? MEMORY_H + 14 : 0) + lines + STRIP_H + 4;
   if (row.type === "output") return TOP_BARS * 15 + 6;
   return STRIP_H + 4;
 }

@@ -23,6 +23,8 @@ export const S = {
   flying: null, // the running animation of the chosen character, if any
   drawn: null, // the step whose sampling table is drawn (null: draw it again)
   sampled: null, // { stepIndex, probs, settings }: the distribution the Draw button samples
+  overview: false, // whether the whole model is laid out on one screen (wide screens, zoom.js)
+  zoom: null, // the layer opened in place, "e-0" … "d-2" (side letter, layer), else null
 };
 
 /** Keep the frame, head, detail and opened blocks in the URL (replacing the entry, not adding one). */
@@ -32,5 +34,6 @@ export function saveFrame() {
   if (S.head !== "avg") query.set("head", S.head); else query.delete("head");
   if (S.detail !== "blocks") query.set("detail", S.detail); else query.delete("detail");
   if (S.open.size) query.set("open", [...S.open.keys()].join(",")); else query.delete("open");
+  if (S.zoom) query.set("zoom", S.zoom); else query.delete("zoom");
   ITT.setURL(query, false);
 }
