@@ -14,6 +14,7 @@ import pytest
 
 from tests.e2e.conftest import running_server
 from tests.e2e.test_xray import DEC_LAYERS, ENC_LAYERS, SEED, active, frame_of, ready
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -171,3 +172,31 @@ def test_the_phone_overview_is_at_most_two_screens_and_zooms_by_tap(phone, serve
     assert wide_elements == []
     phone.locator('.xr-group-title[data-zoom="d-2"]').click()  # its ✕: back to the overview
     phone.locator(".xr-group.xr-zoomed").wait_for(state="detached")
+
+
+def beacon_on(page, key: str) -> bool:
+    """Whether the travelling outline has arrived around row ``key``."""
+    return page.evaluate("""(key) => {
+      const b = document.getElementById('xr-beacon').getBoundingClientRect();
+      const r = document.querySelector(`.xr-row[data-key="${key}"]`).getBoundingClientRect();
+      return Math.abs(b.left + 3 - r.left) < 2 && Math.abs(b.top + 3 - r.top) < 2
+        && Math.abs(b.width - 6 - r.width) < 2;
+    }""", key)
+
+
+def test_the_highlight_travels_to_each_block_and_a_sentence_plays_in_about_a_minute(wide, server):
+    open_xray(wide, server, f"&frame={frame_of(1, 'add_norm1', 0)}")
+    wait_until(lambda: beacon_on(wide, "d-0-add_norm1"), "the outline is around the block computing")
+    wide.locator("h1").click()
+    wide.keyboard.press("ArrowRight")
+    wait_until(lambda: beacon_on(wide, "d-0-cross_attention"), "the outline moved on to cross-attention")
+    # the links of the block computing fade in, the strongest first
+    delays = wide.locator('.xr-row[data-key="d-0-cross_attention"] path').evaluate_all(
+        "ps => ps.map(p => [+p.dataset.w, parseFloat(p.style.animationDelay)])")
+    assert delays and all(d >= 0 for _, d in delays)
+    strongest = max(delays)
+    assert strongest[1] == min(d for _, d in delays)
+    # at 1× the timeline of a translation of about ten characters lasts about a minute
+    steps = wide.evaluate("ITTXray.state.trace.steps.length")
+    seconds = wide.evaluate("ITTXray.playSeconds()")
+    assert 30 <= seconds * 10 / steps <= 90, (steps, seconds)

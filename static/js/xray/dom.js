@@ -12,7 +12,7 @@ export const el = (tag, text, cls) => ITT.element(tag, text, cls);
 
 export function svg(tag, attrs, text) {
   const node = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) node.setAttribute(k, v);
   if (text !== undefined) node.textContent = text;
   return node;
 }

@@ -18,7 +18,7 @@ import { $, cfg } from "./dom.js";
 import { decodeView } from "./data.js";
 import { buildFrames, current, frameAtOrAfter } from "./frames.js";
 import { buildRows, buildTokens, heatLinks, layoutAll } from "./rows.js";
-import { go, pause, play, render, setFocus, stepTime, tick } from "./player.js";
+import { go, pause, play, playSeconds, render, setFocus, stepTime, tick } from "./player.js";
 import { decodeAll, draw, drawCompare, drawSampling } from "./whatif.js";
 import { renderBlock, toggleBlock } from "./blocks.js";
 import { drawBeam } from "./beamtree.js";
@@ -161,4 +161,4 @@ function wire() {
 wire();
 wireFiles(show);
 ITT.start(reload);
-window.ITTXray = { state: S, filterDistribution, go, play, pause };
+window.ITTXray = { state: S, filterDistribution, go, play, pause, playSeconds };

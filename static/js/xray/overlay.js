@@ -122,6 +122,8 @@ function attentionLines(row, state, newest, focus, keyFocus = null) {
           fill: "none", stroke: colour, "stroke-width": (0.6 + 3.6 * wgt * scale).toFixed(2),
           "stroke-opacity": (strength * scale * (0.15 + 0.85 * wgt)).toFixed(3), "data-q": i, "data-k": j,
           "data-w": wgt.toFixed(4), "data-h": h, class: strength === 1 || (state.active && wgt >= 0.2) ? "xr-now" : "",
+          // the block computing fades its links in, the strongest first
+          style: state.active ? `animation-delay:${Math.round((1 - wgt) * 260)}ms` : null,
         }));
       }
     }

@@ -10,7 +10,12 @@ import { drawSampling } from "./whatif.js";
 import { refreshOpenPanels } from "./blocks.js";
 import { follow } from "./zoom.js";
 
-const SUB_MS = 1400; // one sub-step at 1× speed
+// How long a frame stays at 1× speed: a sub-step is brief, so the highlight flows through the
+// layers (a 10-character translation plays in about a minute); the first frame and each step's
+// choice hold longer. 0.25× and 0.5× leave time to read every sentence of the narration.
+const SUB_MS = 280;
+const HOLD_MS = 1300;
+const frameMs = (frame) => (frame.name === "output" || (frame.t === 0 && frame.sub === 0) ? HOLD_MS : SUB_MS);
 const REDUCED_MOTION = window.matchMedia("(prefers-reduced-motion: reduce)");
 
 /** Draw the frame S.frame: lit blocks, overlays, tokens, narration, player, sampling, panels. */
@@ -22,6 +27,7 @@ export function render() {
     row.node.classList.toggle("xr-active", active.has(row.key));
     if (row.overlay) drawOverlay(row, frame);
   }
+  moveBeacon(frame);
   drawTokens(frame);
   drawChosen(frame);
   drawPlayer(frame);
@@ -32,6 +38,20 @@ export function render() {
     drawSampling();
   }
   refreshOpenPanels();
+}
+
+/** The highlight travels: one outline glides from the block that ran to the block computing now
+    (a transform, so the move costs no layout). */
+function moveBeacon(frame) {
+  const beacon = $("xr-beacon");
+  const row = S.rows.find((r) => r.node.classList.contains("xr-active") && r.side === frame.side);
+  if (!row || !row.node.offsetParent) { beacon.hidden = true; return; }
+  const stage = $("xr-stage").getBoundingClientRect();
+  const box = row.node.getBoundingClientRect();
+  beacon.hidden = false;
+  beacon.style.width = `${box.width + 6}px`;
+  beacon.style.height = `${box.height + 6}px`;
+  beacon.style.transform = `translate(${box.left - stage.left - 3}px, ${box.top - stage.top - 3}px)`;
 }
 
 function drawPlayer(frame) {
@@ -121,7 +141,12 @@ export function tick() {
     if (S.frame >= S.frames.length - 1) { pause(); return; }
     go(S.frame + 1, true);
     tick();
-  }, SUB_MS / S.speed);
+  }, frameMs(current()) / S.speed);
+}
+
+/** Seconds the whole timeline takes to play at speed 1×. */
+export function playSeconds() {
+  return S.frames.reduce((sum, frame) => sum + frameMs(frame), 0) / 1000;
 }
 
 /** Jump a whole decoding time step forward (delta 1) or back (−1). */
@@ -155,7 +180,7 @@ function fly(frame) {
     frames.push({ transform: `translate(${c.left + 4}px, ${c.top}px) scale(0.9)` });
   }
   if (S.flying) S.flying.cancel();
-  S.flying = flyer.animate(frames, { duration: Math.min(1200, (SUB_MS / S.speed) * 0.9), easing: "ease-in-out" });
+  S.flying = flyer.animate(frames, { duration: Math.min(1200, (HOLD_MS / S.speed) * 0.9), easing: "ease-in-out" });
   S.flying.onfinish = () => { flyer.style.display = "none"; };
   S.flying.oncancel = () => { flyer.style.display = "none"; };
 }
