@@ -1,6 +1,7 @@
 """Screenshots of the main pages for the README, taken against the shipped checkpoint.
 
     python scripts/screenshots.py [--checkpoint DIR] [--out docs/screenshots] [--lang en]
+    python scripts/screenshots.py --xray        # the x-ray: en, zh and zoomed at 1440×900, 390 px
 
 Starts the server on a free loopback port, opens each page at 1280×800 in headless Chromium,
 waits until every figure is drawn, and writes docs/screenshots/<page>.png (viewport only, so each
@@ -36,6 +37,39 @@ PAGES = {
 # Pages whose interesting part starts below the controls: scroll there before the shot.
 SCROLL_TO = {"decode": "#beam-title", "interpret": "#why-title"}
 SETTLED = """() => !document.body.classList.contains('busy') && window.__pending === 0"""
+# The x-ray shots: name → (language, viewport, query). Time step 2, decoder layer 1's cross-attention.
+XRAY_QUERY = "/?text=The+cat+sits+on+the+mat.&frame=36"
+XRAY_SHOTS = {
+    "xray-en": ("en", (1440, 900), XRAY_QUERY),
+    "xray-zh": ("zh", (1440, 900), XRAY_QUERY),
+    "xray-zoom": ("en", (1440, 900), XRAY_QUERY + "&zoom=d-0&open=d-0-cross_attention"),
+    "xray-390": ("en", (390, 844), XRAY_QUERY),
+}
+
+
+def xray_shots(browser, url: str, out: Path) -> None:
+    """The x-ray with the whole model below the player (and one layer zoomed, and on a phone)."""
+    for name, (lang, (width, height), query) in XRAY_SHOTS.items():
+        context = browser.new_context(viewport={"width": width, "height": height},
+                                      locale="en-US" if lang == "en" else "zh-CN")
+        context.add_init_script(TRACK_FETCH)
+        page = context.new_page()
+        page.goto(f"{url}/lang/{lang}?next=/")
+        page.goto(url + query)
+        page.locator("body[data-xray=ready]").wait_for()
+        page.wait_for_function(SETTLED, timeout=30000)
+        target = "#xr-panel-d-0-cross_attention" if "open=" in query else "#xr-stage"
+        page.evaluate(  # the stage (or the opened block) just below the sticky player
+            """(s) => { const top = document.querySelector(s).getBoundingClientRect().top + window.scrollY;
+                const player = document.getElementById('xr-player').offsetHeight;
+                const header = document.querySelector('header.site').offsetHeight;
+                window.scrollTo(0, top - player - header - (s === '#xr-stage' ? 12 : 160)); }""", target)
+        page.wait_for_function(SETTLED, timeout=30000)
+        page.wait_for_timeout(500)  # the zoom's transition and the beacon's glide
+        path = out / f"{name}.png"
+        page.screenshot(path=str(path), animations="disabled")
+        print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1024:.0f} KB")
+        context.close()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -44,12 +78,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
     parser.add_argument("--lang", default="en", choices=["en", "zh"])
     parser.add_argument("--pages", nargs="*", default=list(PAGES))
+    parser.add_argument("--xray", action="store_true", help="only the x-ray's shots")
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
     args.out.mkdir(parents=True, exist_ok=True)
     with LiveServer(args.checkpoint, env={"ITT_ACCESS_LOG": "false"}) as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        if args.xray:
+            xray_shots(browser, server.url, args.out)
+            browser.close()
+            return
         context = browser.new_context(viewport={"width": 1280, "height": 800},
                                       locale="en-US" if args.lang == "en" else "zh-CN")
         context.add_init_script(TRACK_FETCH)
