@@ -235,29 +235,35 @@ def split_pairs(
     )
 
 
-_NUMBER = re.compile(r"(?<![\d.,])\d+(?![\d.,])")
+# a whole number: not part of a longer one or of a decimal (1.5, 3,000), but it may end a sentence
+_NUMBER = re.compile(r"(?<![\d.,])(?<!\d[.,])\d+(?!\d|[.,]\d)")
 
 
-def vary_numbers(pairs: list[Pair], seed: int = 13) -> list[Pair]:
-    """One extra copy of every pair whose numbers appear, digit for digit, on both sides, with
-    each such number replaced by another of the same length, so the model learns to copy digits
-    rather than to remember the few numbers its sentences happen to contain."""
+def vary_numbers(pairs: list[Pair], seed: int = 13, copies: int = 1, any_length: bool = False) -> list[Pair]:
+    """``copies`` extra copies of every pair whose numbers appear, digit for digit, on both sides,
+    with each such number replaced by another of the same length (``any_length``: of 1 to 5
+    digits, half the time the same length), so the model learns to copy digits rather than to
+    remember the few numbers its sentences happen to contain, and to copy all of a long one."""
     rng = random.Random(seed)
     varied = []
     for pair in pairs:
         numbers = set(_NUMBER.findall(pair.english))
         if not numbers or any(n not in set(_NUMBER.findall(pair.chinese)) for n in numbers):
             continue
-        mapping = {}
-        for number in sorted(numbers):
-            low = 10 ** (len(number) - 1) if len(number) > 1 else 0
-            mapping[number] = str(rng.randint(low, 10 ** len(number) - 1))
+        for _ in range(copies):
+            mapping = {}
+            for number in sorted(numbers):
+                length = len(number)
+                if any_length and rng.random() < 0.5:
+                    length = rng.randint(1, 5)
+                low = 10 ** (length - 1) if length > 1 else 0
+                mapping[number] = str(rng.randint(low, 10 ** length - 1))
 
-        def swap(match: re.Match, mapping: dict[str, str] = mapping) -> str:
-            return mapping.get(match.group(), match.group())
+            def swap(match: re.Match, mapping: dict[str, str] = mapping) -> str:
+                return mapping.get(match.group(), match.group())
 
-        english, chinese = _NUMBER.sub(swap, pair.english), _NUMBER.sub(swap, pair.chinese)
-        varied.append(Pair(english, chinese, pair.source))
+            english, chinese = _NUMBER.sub(swap, pair.english), _NUMBER.sub(swap, pair.chinese)
+            varied.append(Pair(english, chinese, pair.source))
     return varied
 
 

@@ -240,6 +240,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="repeat a source's training pairs N times, e.g. tatoeba=2,hsk=2")
     parser.add_argument("--vary-numbers", action="store_true",
                         help="add a copy of each pair with numbers, its numbers changed")
+    parser.add_argument("--number-copies", type=int, default=1, metavar="N",
+                        help="--vary-numbers adds N copies of each such pair")
+    parser.add_argument("--numbers-any-length", action="store_true",
+                        help="--vary-numbers' new numbers have 1 to 5 digits (half the time the old length)")
     parser.add_argument("--vary-names", type=int, default=0, metavar="COPIES",
                         help="add COPIES copies of each pair with a person's name on both sides, "
                         "the name swapped for another from CC-CEDICT's name entries")
@@ -294,7 +298,8 @@ def main(argv: list[str] | None = None) -> None:
         train_pairs = train_pairs + vary_names(train_pairs, names, args.vary_names, args.seed,
                                                limit=args.names_limit)
     if args.vary_numbers:
-        train_pairs = train_pairs + vary_numbers(train_pairs, args.seed)
+        train_pairs = train_pairs + vary_numbers(train_pairs, args.seed, args.number_copies,
+                                                 args.numbers_any_length)
     if args.concat:
         train_pairs = train_pairs + concatenate_pairs(train_pairs, args.concat, args.seed)
     dev_pairs = splits.dev_mix()

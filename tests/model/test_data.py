@@ -1,6 +1,7 @@
 """Training-data helpers: joined long pairs (``concatenate_pairs``) and varied numbers."""
 
 import gzip
+import re
 
 from model.training.data import Pair, concatenate_pairs, read_names, vary_names, vary_numbers
 
@@ -86,3 +87,18 @@ def test_vary_names_swaps_a_name_on_both_sides_with_another_of_the_list(tmp_path
         found = [w for w in names if w in pair.english.split() or w + "." in pair.english.split()]
         assert len(found) == 2 and all(names[w] in pair.chinese for w in found)
     assert any("Tom" not in pair.english for pair in varied)
+
+
+def test_vary_numbers_can_give_several_copies_of_any_length():
+    pairs = [Pair("She was born in 1987.", "她出生于1987年。", "tatoeba"),
+             Pair("I like tea.", "我喜欢茶。", "tatoeba")]
+    varied = vary_numbers(pairs, seed=5, copies=40, any_length=True)
+    assert len(varied) == 40
+    lengths = set()
+    for pair in varied:
+        (number,) = re.findall(r"\d+", pair.english)
+        assert pair.chinese == f"她出生于{number}年。"
+        lengths.add(len(number))
+    assert len(lengths) >= 3 and 4 in lengths  # the old length half the time, others too
+    (default,) = vary_numbers(pairs, seed=5)  # the default: one copy, the same length
+    assert len(re.findall(r"\d+", default.english)[0]) == 4
