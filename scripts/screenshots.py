@@ -38,7 +38,7 @@ PAGES = {
 SCROLL_TO = {"decode": "#beam-title", "interpret": "#why-title"}
 SETTLED = """() => !document.body.classList.contains('busy') && window.__pending === 0"""
 # The x-ray shots: name → (language, viewport, query). Time step 2, decoder layer 1's cross-attention.
-XRAY_QUERY = "/?text=The+cat+sits+on+the+mat.&frame=36"
+XRAY_QUERY = "/?text=The+cat+sits+on+the+mat.&frame=37"
 XRAY_SHOTS = {
     "xray-en": ("en", (1440, 900), XRAY_QUERY),
     "xray-zh": ("zh", (1440, 900), XRAY_QUERY),
@@ -58,12 +58,12 @@ def xray_shots(browser, url: str, out: Path) -> None:
         page.goto(url + query)
         page.locator("body[data-xray=ready]").wait_for()
         page.wait_for_function(SETTLED, timeout=30000)
-        target = "#xr-panel-d-0-cross_attention" if "open=" in query else "#xr-stage"
+        target = ".xr-group.xr-zoomed" if "zoom=" in query else "#xr-stage"
         page.evaluate(  # the stage (or the opened block) just below the sticky player
             """(s) => { const top = document.querySelector(s).getBoundingClientRect().top + window.scrollY;
                 const player = document.getElementById('xr-player').offsetHeight;
                 const header = document.querySelector('header.site').offsetHeight;
-                window.scrollTo(0, top - player - header - (s === '#xr-stage' ? 12 : 160)); }""", target)
+                window.scrollTo(0, top - player - header - 12); }""", target)
         page.wait_for_function(SETTLED, timeout=30000)
         page.wait_for_timeout(500)  # the zoom's transition and the beacon's glide
         path = out / f"{name}.png"
