@@ -133,7 +133,8 @@ def _both(call, *args) -> tuple[bytes, bytes]:
 def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
               translator: TranslatorDep) -> Response:
     """Everything the x-ray page draws for one sentence, in one packed answer: every stage's
-    strip (int8 codes × scale / 127, as ``/api/xray``), every attention weight (× 10⁵, the
+    strip (int8 codes × scale / 127, as ``/api/xray``; each Add & Norm stage as corrections to
+    the LayerNorm of the two strips before it, the same codes once undone), every attention weight (× 10⁵, the
     trace's 5 decimals exactly), the Add & Norm sizes and FFN shares the narration quotes, the
     steps, the beam tree, the sampling table at temperature 1 (the 15 likeliest tokens' logits
     and the exact normaliser) and, when a prefix is forced, the translation without it."""
@@ -143,7 +144,8 @@ def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
         plain, plain_ms = engine.trace(request.model_copy(update={"forced_prefix": []}))
         original, model_ms = [step.token for step in plain.steps], model_ms + plain_ms
     bodies, _ = engine.derived(request, trace, "xray_view", _both, xray.view, trace,
-                               translator.chinese.vocabulary, original, on_model_thread=False)
+                               translator.chinese.vocabulary, original, translator.model,
+                               on_model_thread=False)
     return _packed(http, bodies, model_ms)
 
 

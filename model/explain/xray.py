@@ -23,6 +23,15 @@ weights as the integers of the trace's 5-decimal rounding (w × 10⁵, split int
 which gzip packs ~25 % smaller than whole uint32s), Add & Norm sizes as × 10³ (3 decimals),
 FFN shares as × 10⁴ (4 decimals) — ``code / 10ᵈ`` is exactly the float the trace's JSON gives —
 and strips as the same int8 codes as ``/api/xray`` (the colours are those of those codes).
+
+**Add & Norm strips are sent as corrections to a prediction** (:func:`norm_prediction`), still
+exactly the same codes: an Add & Norm's output is LayerNorm(residual + sublayer), and both are
+the two strips before it, so the page computes LayerNorm of their decoded values (γ and β sent
+as int8, which only makes the guess rougher) and rounds it to a code; the answer carries
+code − guess (mod 256: int8), which is 0 for ~75 % of the values and gzips to ~1.5 bits instead
+of ~7. Every step of the guess is integer sums or IEEE float64 operations in a fixed order, so
+numpy here and JavaScript in the browser compute the same guess bit for bit, and the decoded
+codes are the codes (``strip_codes``; ``tests/e2e/test_xray_strips.py`` checks the browser's).
 """
 
 from __future__ import annotations
@@ -172,19 +181,156 @@ def _likeliest(row: np.ndarray, count: int) -> np.ndarray:
     return candidates[np.lexsort((candidates, -row[candidates]))][:count]
 
 
-def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None) -> bytes:
+def norm_parameters(model) -> dict[str, list[tuple[np.ndarray, np.ndarray, float]]]:
+    """Each side's Add & Norm LayerNorms in the order of ``RecordedPass.stages``: (γ, β, ε)."""
+    out = {}
+    for side in ("encoder", "decoder"):
+        layers = model.encoder_layers if side == "encoder" else model.decoder_layers
+        norms = [getattr(layer, ADD_NORM_NAMES[side][sublayer]).norm
+                 for layer in layers for sublayer in SUBLAYERS[side]]
+        out[side] = [(norm.weight.detach().double().numpy(), norm.bias.detach().double().numpy(),
+                      float(norm.eps)) for norm in norms]
+    return out
+
+
+def _int8_with_step(values: np.ndarray) -> tuple[np.ndarray, float]:
+    """values ≈ code × step (int8 codes, float64 step: exact in JSON)."""
+    top = float(np.abs(values).max())
+    step = top / 127 if top > 0 else 1.0
+    return np.clip(np.rint(values / step), -127, 127).astype(np.int8), step
+
+
+def norm_prediction(residual: np.ndarray, residual_scales: np.ndarray, sublayer: np.ndarray,
+                    sublayer_scales: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float,
+                    scales: np.ndarray) -> np.ndarray:
+    """The int8 codes LayerNorm(residual + sublayer) · γ + β would get at ``scales``, from the two
+    strips' codes ((L, D) int) and scales ((L,) float32): static/js/xray/data.js's
+    ``normPrediction``, operation for operation (the sums are exact integers; every float64
+    operation is the same in both, in the same order)."""
+    a, b = residual.astype(np.int64), sublayer.astype(np.int64)
+    d = a.shape[1]
+    sa = residual_scales.astype(np.float64) / 127
+    sb = sublayer_scales.astype(np.float64) / 127
+    sum_a, sum_b = a.sum(axis=1), b.sum(axis=1)
+    # d² × the variances and covariance of the codes, exact integers (< 2⁵³)
+    caa = d * (a * a).sum(axis=1) - sum_a * sum_a
+    cab = d * (a * b).sum(axis=1) - sum_a * sum_b
+    cbb = d * (b * b).sum(axis=1) - sum_b * sum_b
+    mean = (sa * sum_a + sb * sum_b) / d
+    var = (sa * sa * caa + 2 * sa * sb * cab + sb * sb * cbb) / (d * d)
+    den = np.sqrt(var + eps)
+    y = ((sa[:, None] * a + sb[:, None] * b) - mean[:, None]) / den[:, None] * gamma + beta
+    guess = np.floor(y / scales.astype(np.float64)[:, None] * 127 + 0.5)
+    return np.clip(guess, -127, 127).astype(np.int64)
+
+
+def _wrap(codes: np.ndarray) -> np.ndarray:
+    """Integers → int8 modulo 256 (code − guess of two int8 codes in −127…127 comes back exactly
+    as (guess + wrapped) mod 256)."""
+    return (((codes.astype(np.int64) + 128) & 255) - 128).astype(np.int8)
+
+
+def _predicted_stages(names: list[str]) -> list[int]:
+    """The Add & Norm stages: each is LayerNorm(stage i − 2 + stage i − 1)."""
+    return [i for i, name in enumerate(names) if name.startswith("add_norm")]
+
+
+def _trits(corrections: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """int8 corrections (3 in 4 are 0, nearly all others ±1) → five per byte in base 3 (each
+    clamped to −1…1, +1), and the few beyond ±1: the gaps between their flat indices (uint32)
+    and their values (int8)."""
+    flat = corrections.ravel().astype(np.int64)
+    trits = np.clip(flat, -1, 1) + 1
+    trits = np.concatenate([trits, np.ones(-trits.size % 5, np.int64)]).reshape(-1, 5)
+    packed = (trits @ np.array([1, 3, 9, 27, 81])).astype(np.uint8)
+    beyond = np.flatnonzero(np.abs(flat) > 1)
+    gaps = np.diff(beyond, prepend=0).astype(np.uint32)
+    return packed, gaps, flat[beyond].astype(np.int8)
+
+
+def _untrits(packed: np.ndarray, gaps: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
+    """``_trits`` undone: the int8 corrections, flat."""
+    digits = (packed.astype(np.int64)[:, None] // np.array([1, 3, 9, 27, 81])) % 3
+    flat = (digits.ravel()[:count] - 1).astype(np.int8)
+    flat[np.cumsum(gaps.astype(np.int64))] = values
+    return flat
+
+
+def _code_norms(codes: np.ndarray, scales: np.ndarray, names: list[str], norms) -> tuple:
+    """(stages, L, D) codes → the header's coding (each Add & Norm stage, its norm's ε and the
+    steps of γ and β) and the arrays: the other stages' codes, the Add & Norm stages' corrections
+    (code − guess, ``_trits``) and γ, β as int8."""
+    predicted = _predicted_stages(names)
+    corrections, gammas, betas, specs = [], [], [], []
+    for i, (gamma, beta, eps) in zip(predicted, norms, strict=True):
+        g, g_step = _int8_with_step(gamma)
+        b, b_step = _int8_with_step(beta)
+        guess = norm_prediction(codes[i - 2], scales[i - 2], codes[i - 1], scales[i - 1],
+                                g.astype(np.float64) * g_step, b.astype(np.float64) * b_step,
+                                eps, scales[i])
+        corrections.append(_wrap(codes[i].astype(np.int64) - guess))
+        gammas.append(g)
+        betas.append(b)
+        specs.append({"stage": i, "eps": eps, "gamma_step": g_step, "beta_step": b_step})
+    packed, gaps, values = _trits(np.stack(corrections))
+    plain = np.delete(codes, predicted, axis=0)
+    return specs, {"": plain, ".corrections": packed, ".beyond_gaps": gaps, ".beyond": values,
+                   ".gamma": np.stack(gammas), ".beta": np.stack(betas)}
+
+
+def strip_codes(header: dict, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A view's (stages, L, D) int8 strip codes per side, Add & Norm corrections undone (what
+    static/js/xray/data.js decodes; answers packed before the corrections decode as they are)."""
+    out = {}
+    for side in ("encoder", "decoder"):
+        coding = header.get("norm_prediction", {}).get(side)
+        scales = arrays[f"strips.{side}.scales"]
+        if not coding:
+            out[side] = arrays[f"strips.{side}"].copy()
+            continue
+        stages, (length, d) = scales.shape[0], arrays[f"strips.{side}"].shape[1:]
+        predicted = [spec["stage"] for spec in coding]
+        codes = np.zeros((stages, length, d), np.int8)
+        codes[[i for i in range(stages) if i not in predicted]] = arrays[f"strips.{side}"]
+        corrections = _untrits(arrays[f"strips.{side}.corrections"],
+                               arrays[f"strips.{side}.beyond_gaps"], arrays[f"strips.{side}.beyond"],
+                               len(coding) * length * d).reshape(len(coding), length, d)
+        for k, spec in enumerate(coding):
+            i = spec["stage"]
+            gamma = arrays[f"strips.{side}.gamma"][k].astype(np.float64) * spec["gamma_step"]
+            beta = arrays[f"strips.{side}.beta"][k].astype(np.float64) * spec["beta_step"]
+            guess = norm_prediction(codes[i - 2], scales[i - 2], codes[i - 1], scales[i - 1],
+                                    gamma, beta, spec["eps"], scales[i])
+            codes[i] = _wrap(guess + corrections[k])
+        out[side] = codes
+    return out
+
+
+def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
+         model=None) -> bytes:
     """Everything the x-ray page draws for one sentence, packed (see the module docstring);
-    ``original``: when a prefix is forced, the tokens of the translation without it."""
+    ``original``: when a prefix is forced, the tokens of the translation without it; ``model``:
+    the model that made the trace, whose LayerNorms let the Add & Norm strips go as corrections
+    to a guess (without it they go as plain codes)."""
     recorded: RecordedPass = trace.recorded
+    norms = norm_parameters(model) if model is not None else None
     arrays: dict[str, np.ndarray] = {}
     stages = {}
+    coding = {}
     for side in ("encoder", "decoder"):
         named = recorded.stages(side)
         strips = [_strip_codes(vectors) for _, _, vectors in named]
         stages[side] = [{"name": name, "layer": layer, "scale": scale}
                         for (name, layer, _), (scale, _, _) in zip(named, strips, strict=True)]
-        arrays[f"strips.{side}"] = np.stack([codes for _, _, codes in strips])  # (stages, L, D)
-        arrays[f"strips.{side}.scales"] = np.stack([scales for _, scales, _ in strips])  # (stages, L)
+        codes = np.stack([codes for _, _, codes in strips])  # (stages, L, D)
+        scales = np.stack([scales for _, scales, _ in strips])  # (stages, L)
+        arrays[f"strips.{side}.scales"] = scales
+        if norms is None:
+            arrays[f"strips.{side}"] = codes
+        else:
+            coding[side], coded = _code_norms(codes, scales, [name for name, _, _ in named],
+                                              norms[side])
+            arrays.update({f"strips.{side}{suffix}": array for suffix, array in coded.items()})
         layers = trace.encoder if side == "encoder" else trace.decoder
         add_norms = [ADD_NORM_NAMES[side][sublayer] for sublayer in SUBLAYERS[side]]
         # (layers, Add & Norms, NORMS, positions) and (layers, positions)
@@ -216,6 +362,8 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None)
         "norms": list(NORMS), "stages": stages, "sampling": sampling,
         "vocab_size": len(vocabulary),
     }
+    if coding:
+        header["norm_prediction"] = coding
     return pack(header, arrays)
 
 

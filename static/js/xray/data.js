@@ -28,10 +28,77 @@ export function unpack(buffer) {
   return { header, arrays };
 }
 
+/** The int8 codes LayerNorm(residual + sublayer) · γ + β would get at the output's scales, from
+    the two strips before it: model/explain/xray.py's norm_prediction, operation for operation
+    (integer sums, then the same float64 operations in the same order), so the guess is the
+    server's bit for bit. a, b, out: offsets of the (L, d) stages in codes; scales (stages, L). */
+function normPrediction(codes, scales, length, d, a, b, out, gamma, beta, eps) {
+  const guess = new Int32Array(length * d);
+  for (let i = 0; i < length; i++) {
+    const sa = scales[a / d + i] / 127;
+    const sb = scales[b / d + i] / 127;
+    const so = scales[out / d + i];
+    let sumA = 0, sumB = 0, qaa = 0, qab = 0, qbb = 0;
+    for (let j = 0; j < d; j++) {
+      const x = codes[a + i * d + j], y = codes[b + i * d + j];
+      sumA += x; sumB += y; qaa += x * x; qab += x * y; qbb += y * y;
+    }
+    const caa = d * qaa - sumA * sumA, cab = d * qab - sumA * sumB, cbb = d * qbb - sumB * sumB;
+    const mean = (sa * sumA + sb * sumB) / d;
+    const variance = (sa * sa * caa + 2 * sa * sb * cab + sb * sb * cbb) / (d * d);
+    const den = Math.sqrt(variance + eps);
+    for (let j = 0; j < d; j++) {
+      const v = ((sa * codes[a + i * d + j] + sb * codes[b + i * d + j]) - mean) / den * gamma[j] + beta[j];
+      guess[i * d + j] = Math.min(127, Math.max(-127, Math.floor(v / so * 127 + 0.5)));
+    }
+  }
+  return guess;
+}
+
+/** Base-3 corrections, five per byte (model/explain/xray.py's _trits), with the few beyond ±1
+    at the running sums of gaps → count int8 corrections. */
+function untrits(packed, gaps, beyond, count) {
+  const out = new Int8Array(count);
+  for (let n = 0; n < count; n++) out[n] = (Math.floor(packed[Math.floor(n / 5)] / 3 ** (n % 5)) % 3) - 1;
+  let at = 0;
+  for (let e = 0; e < gaps.length; e++) { at += gaps[e]; out[at] = beyond[e]; }
+  return out;
+}
+
+/** A side's (stages, L, d) int8 codes as the page paints them. When the header has
+    norm_prediction, the Add & Norm stages come apart, as code − guess (mod 256): the guess is
+    recomputed here from the stages before (in stage order) and added back. Earlier answers (a
+    saved x-ray) carry every stage's codes themselves. */
+function stripCodes(header, arrays, side) {
+  const coding = (header.norm_prediction || {})[side];
+  if (!coding) return arrays[`strips.${side}`].data;
+  const scales = arrays[`strips.${side}.scales`];
+  const [stages, length] = scales.shape;
+  const { data: plain, shape: [, , d] } = arrays[`strips.${side}`];
+  const size = length * d;
+  const codes = new Int8Array(stages * size);
+  const predicted = new Set(coding.map(({ stage }) => stage));
+  let k = 0;
+  for (let s = 0; s < stages; s++) {
+    if (predicted.has(s)) continue;
+    codes.set(plain.subarray(k * size, (k + 1) * size), s * size);
+    k++;
+  }
+  const corrections = untrits(arrays[`strips.${side}.corrections`].data, arrays[`strips.${side}.beyond_gaps`].data,
+    arrays[`strips.${side}.beyond`].data, coding.length * size);
+  coding.forEach(({ stage: s, eps, gamma_step: gStep, beta_step: bStep }, k) => {
+    const gamma = Float64Array.from(arrays[`strips.${side}.gamma`].data.subarray(k * d, (k + 1) * d), (g) => g * gStep);
+    const beta = Float64Array.from(arrays[`strips.${side}.beta`].data.subarray(k * d, (k + 1) * d), (b) => b * bStep);
+    const guess = normPrediction(codes, scales.data, length, d, (s - 2) * size, (s - 1) * size, s * size, gamma, beta, eps);
+    for (let n = 0; n < size; n++) codes[s * size + n] = ((guess[n] + corrections[k * size + n] + 128) & 255) - 128;
+  });
+  return codes;
+}
+
 /** (stages, L, d) int8 codes and (stages, L) float32 scales, one per position → per stage, one
     Float32Array per position: code / 127 × its position's scale (what /api/xray's strips decode
     to). One scale per position keeps a token with a huge vector from blanking the others. */
-function strips({ data, shape: [stages, length, d] }, { data: scales }) {
+function strips(data, [stages, length, d], { data: scales }) {
   return Array.from({ length: stages }, (_, s) => {
     const rows = [];
     for (let i = 0; i < length; i++) {
@@ -43,6 +110,12 @@ function strips({ data, shape: [stages, length, d] }, { data: scales }) {
     }
     return rows;
   });
+}
+
+function sideStrips(header, arrays, side) {
+  const scales = arrays[`strips.${side}.scales`];
+  const d = arrays[`strips.${side}`].shape[2];
+  return strips(stripCodes(header, arrays, side), [...scales.shape, d], scales);
 }
 
 /** Nested arrays of plain numbers, code / divisor, for an array's shape (from its first axis). */
@@ -108,8 +181,8 @@ export function decodeView(buffer) {
     kept: h.sampling.kept[t], mass: h.sampling.mass[t],
   }));
   const xr = {
-    encoder: { stages: h.stages.encoder, values: strips(arrays["strips.encoder"], arrays["strips.encoder.scales"]) },
-    decoder: { stages: h.stages.decoder, values: strips(arrays["strips.decoder"], arrays["strips.decoder.scales"]) },
+    encoder: { stages: h.stages.encoder, values: sideStrips(h, arrays, "encoder") },
+    decoder: { stages: h.stages.decoder, values: sideStrips(h, arrays, "decoder") },
     length_penalty: h.length_penalty, vocabSize: h.vocab_size, sampling, logits: null, vocab: null,
   };
   const original = h.original ? { steps: h.original.map((token) => ({ token })) } : null;

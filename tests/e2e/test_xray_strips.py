@@ -1,0 +1,109 @@
+"""The x-ray's strips survive their packing exactly (issue 27). ``/api/xray/view`` sends each Add &
+Norm strip as its codes minus a guess (LayerNorm of the two strips before it); static/js/xray/data.js,
+run in node, must undo that to the very codes ``/api/xray`` sends — so every colour and every
+hovered value (code / 127 × its position's scale, printed to 3 decimals) is what it was. On the
+shipped checkpoint and on a Marian model (``--model``), short and long sentences, beam and a
+forced prefix. The rounding error is unchanged: each value within half a code step of the
+model's (tests/app/test_xray.py)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+from bench.common import sentences
+from model.explain import xray
+
+pytestmark = pytest.mark.e2e
+NODE = "/usr/bin/node"
+DATA_JS = Path(__file__).resolve().parents[2] / "static" / "js" / "xray" / "data.js"
+
+# Reads a list of base64 views on stdin; prints each side's strips as decoded, one list of
+# float32 values per stage (positions × d_model, row-major).
+RUNNER = """
+import { decodeView } from "%(data)s";
+const chunks = [];
+process.stdin.on("data", (c) => chunks.push(c));
+process.stdin.on("end", () => {
+  const out = JSON.parse(Buffer.concat(chunks).toString()).map((text) => {
+    const b = Buffer.from(text, "base64");
+    const { xr } = decodeView(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
+    const side = (s) => xr[s].values.map((rows) => rows.flatMap((row) => Array.from(row)));
+    return { encoder: side("encoder"), decoder: side("decoder") };
+  });
+  process.stdout.write(JSON.stringify(out));
+});
+"""
+
+
+def decoded_in_node(views: list[bytes]) -> list[dict]:
+    done = subprocess.run([NODE, "--input-type=module", "-e", RUNNER % {"data": DATA_JS.as_uri()}],
+                          input=json.dumps([base64.b64encode(v).decode() for v in views]),
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def expected(old: dict, side: str) -> list[list[float]]:
+    """/api/xray's strips as data.js has always decoded them: float32(code × (scale / 127))."""
+    out = []
+    for stage in old[side]["values"]:
+        codes = np.frombuffer(base64.b64decode(stage["codes"]), np.int8).reshape(stage["shape"])
+        factor = np.asarray(stage["scales"], dtype=np.float32).astype(np.float64)[:, None] / 127
+        out.append((codes * factor).astype(np.float32).astype(np.float64).ravel().tolist())
+    return out
+
+
+def check(client: TestClient, bodies: list[dict]) -> int:
+    views = [client.post("/api/xray/view", json=body).content for body in bodies]
+    compared = 0
+    for body, view, got in zip(bodies, views, decoded_in_node(views), strict=True):
+        header, arrays = xray.unpack(view)
+        assert header["norm_prediction"], "the Add & Norm strips go as corrections"
+        old = client.post("/api/xray", json=body).json()
+        codes = xray.strip_codes(header, arrays)
+        for side in ("encoder", "decoder"):
+            assert got[side] == expected(old, side), (body, side)
+            plain = np.stack([np.frombuffer(base64.b64decode(s["codes"]), np.int8).reshape(s["shape"])
+                              for s in old[side]["values"]])
+            assert np.array_equal(codes[side], plain), (body, side)  # Python's decoder too
+            compared += plain.size
+    return compared
+
+
+def test_the_browser_decodes_every_strip_code_exactly_on_the_shipped_model():
+    bodies = [{"text": text, **options}
+              for text in (*sentences(5, 2, offset=31_000), *sentences(40, 1, offset=31_100),
+                           "The cat sits on the mat.")
+              for options in ({}, {"strategy": "beam", "beam_size": 4}, {"forced_prefix": ["我"]})]
+    with TestClient(create_app(Settings(access_log=False))) as client:
+        assert check(client, bodies) > 1_000_000
+
+
+def test_the_browser_decodes_every_strip_code_exactly_on_a_marian_model(tiny_marian):
+    bodies = [{"text": text} for text in ("The cat sits on the mat.", *sentences(20, 2, offset=31_200))]
+    with TestClient(create_app(Settings(model=str(tiny_marian), access_log=False))) as client:
+        assert check(client, bodies) > 0
+
+
+def test_a_view_packed_before_the_corrections_still_decodes():
+    """Saved x-rays hold the packed answer as it came: one without corrections decodes as before."""
+    from model.translator import Translator
+
+    translator = Translator.load()
+    trace = translator.trace("Where is the station?")
+    plain = xray.view(trace, translator.chinese.vocabulary)  # no model: plain codes
+    coded = xray.view(trace, translator.chinese.vocabulary, model=translator.model)
+    assert "norm_prediction" not in xray.unpack(plain)[0]
+    first, second = decoded_in_node([plain, coded])
+    assert first == second
+    assert len(gzip.compress(coded)) < len(gzip.compress(plain))  # smaller as sent
