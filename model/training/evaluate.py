@@ -25,13 +25,16 @@ import torch
 from model.decoding import beam_batch, greedy_batch, pad
 from model.tokenizer import MAX_SOURCE_TOKENS, MAX_TARGET_TOKENS, ChineseTokenizer, EnglishTokenizer
 from model.training.data import (
+    CEDICT_FILE,
     NEW_FILES,
     Pair,
     Splits,
     _english_key,
     concatenate_pairs,
     load_pairs,
+    read_names,
     split_pairs,
+    vary_names,
     vary_numbers,
 )
 from model.transformer import Transformer
@@ -180,7 +183,7 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
     depend on it. A checkpoint trained before the wider domains existed has no ``narrow``
     setting: it saw Tatoeba and HSK only, so every domain is held-out text for it too. The
     training sentences are rebuilt as training built them (narrow or wide, ``--limit``,
-    ``--vary-numbers``), to count any test sentence that training saw after all.
+    ``--vary-names``, ``--vary-numbers``), to count any test sentence that training saw after all.
     """
     split = split_settings(settings)
     sizes = dict(
@@ -200,8 +203,13 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
         trained = split_pairs({name: pairs for name, pairs in sources.items() if name not in unseen},
                               **sizes)
     train = trained.train[: int(settings["limit"])] if settings.get("limit") else trained.train
+    if settings.get("vary_names"):
+        names = read_names(data / CEDICT_FILE, wide=bool(settings.get("names_wide")))
+        train = train + vary_names(train, names, int(settings["vary_names"]), split["seed"],
+                                   limit=int(settings.get("names_limit", 20000)))
     if settings.get("vary_numbers"):
-        train = train + vary_numbers(train, split["seed"])
+        train = train + vary_numbers(train, split["seed"], int(settings.get("number_copies", 1)),
+                                     bool(settings.get("numbers_any_length")))
     if settings.get("concat"):
         train = train + concatenate_pairs(train, int(settings["concat"]), split["seed"])
     return splits, {_english_key(p.english) for p in train}
