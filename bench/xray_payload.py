@@ -93,6 +93,8 @@ def plain_view(client, body: dict) -> dict:
             "corrections", "beyond_gaps", "beyond", "gamma", "beta") else name.split(".")[0]
         if name.startswith("strips.") and name.count(".") == 1:
             group = "strips (other stages)"
+        elif name.endswith(".scales"):
+            group = "strip scales"
         parts[group] = parts.get(group, 0) + len(gzip.compress(array.tobytes(), 6))
     return {"view_plain": len(plain), "parts": parts}
 
