@@ -57,12 +57,17 @@ function normPrediction(codes, scales, length, d, a, b, out, gamma, beta, eps) {
 
 /** Base-3 corrections, five per byte (model/explain/xray.py's _trits), with the few beyond ±1
     at the running sums of gaps → count int8 corrections. */
+const TRITS = Int8Array.from({ length: 243 * 5 }, (_, i) => (Math.floor(Math.floor(i / 5) / 3 ** (i % 5)) % 3) - 1);
+
 function untrits(packed, gaps, beyond, count) {
-  const out = new Int8Array(count);
-  for (let n = 0; n < count; n++) out[n] = (Math.floor(packed[Math.floor(n / 5)] / 3 ** (n % 5)) % 3) - 1;
+  const out = new Int8Array(packed.length * 5);
+  for (let i = 0, o = 0; i < packed.length; i++) {
+    const t = packed[i] * 5;
+    out[o++] = TRITS[t]; out[o++] = TRITS[t + 1]; out[o++] = TRITS[t + 2]; out[o++] = TRITS[t + 3]; out[o++] = TRITS[t + 4];
+  }
   let at = 0;
   for (let e = 0; e < gaps.length; e++) { at += gaps[e]; out[at] = beyond[e]; }
-  return out;
+  return out.subarray(0, count);
 }
 
 /** A side's (stages, L, d) int8 codes as the page paints them. When the header has
