@@ -46,7 +46,7 @@ NAV = [
     ("/docs", "nav.docs"),
 ]
 # Pages long enough to open with an "on this page" list of their sections (static/js/layout.js).
-LONG_PAGES = {"decode", "training", "embeddings", "attention"}  # /scale has its own list
+LONG_PAGES = {"decode", "training", "embeddings", "attention", "scale"}
 EXAMPLES = [
     "The cat sits on the mat.",
     "The woman said that she was tired.",

@@ -235,6 +235,17 @@ const ITT = (() => {
     return out;
   }
 
+  // A chart drawn inside a closed <details> (a folded section of a long page) had no box to fit
+  // and took Plotly's default size; when the <details> opens, every chart now shown inside it is
+  // redrawn to its real width. "toggle" does not bubble: listen while it is captured.
+  document.addEventListener("toggle", (event) => {
+    const details = event.target;
+    if (!(details instanceof HTMLDetailsElement) || !details.open || !window.Plotly) return;
+    details.querySelectorAll(".js-plotly-plot").forEach((node) => {
+      if (node.getClientRects().length) window.Plotly.Plots.resize(node);
+    });
+  }, true);
+
   function plot(node, figure, config) {
     const layout = fitted(node, figure.layout); // first: the caption names the downloads
     const options = Object.assign({}, PLOT_CONFIG, modeBar(node), config || {});

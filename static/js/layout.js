@@ -1,6 +1,7 @@
 /* The frame every page shares: on a phone the list of pages folds behind a menu button, and a
    long page opens with an "on this page" list of its sections, kept up to date as sections appear
-   (several are hidden until the model's answer says they apply). */
+   (several are hidden until the model's answer says they apply); a link or an address into a
+   folded section (a closed <details>) opens it. */
 (() => {
   const toggle = document.getElementById("menu-toggle");
   const nav = document.getElementById("site-nav");
@@ -20,6 +21,19 @@
   nav.addEventListener("click", (event) => {
     if (event.target.closest("a")) setMenu(false);
   });
+
+  /** Open the folded sections around the address's #fragment (a link from elsewhere, a
+      bookmark, going back), so the destination is shown rather than a closed heading. */
+  function openTarget() {
+    const id = decodeURIComponent(window.location.hash.slice(1));
+    const target = id && document.getElementById(id);
+    for (let details = target && target.closest("details"); details;
+      details = details.parentElement && details.parentElement.closest("details")) {
+      details.open = true;
+    }
+  }
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
 
   const toc = document.getElementById("toc");
   if (!toc) return;

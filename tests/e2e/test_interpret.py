@@ -27,7 +27,7 @@ def test_open_the_why_panel_and_step_through(page, server):
     assert page.locator("#why[open]").count() == 0
     assert page.locator("#fig-lens .main-svg").count() == 0  # nothing computed while closed
     for figure in ("#fig-softmax", "#fig-residual"):  # drawn: the layout stops moving under the click
-        page.locator(f"{figure} .main-svg").first.wait_for()
+        page.locator(f"{figure} .main-svg").first.wait_for(state="attached")  # #fig-residual is folded
     page.locator("#why summary").click()
     page.wait_for_url(re.compile(r"[?&]why=1"))  # the toggle event is dispatched asynchronously
     wait_idle(page)

@@ -35,7 +35,7 @@ def shown(value: float, signed: bool = False) -> str:
 
 def test_before_and_after_figures_are_eval_jsons(page, evaluated_server):
     evaluation = made_up_evaluation(True)
-    page.goto(f"{evaluated_server}/training")
+    page.goto(f"{evaluated_server}/training#eval-title")  # the address opens the folded section
     page.wait_for_selector("#eval-sets article")
     assert page.locator("#eval-previous").inner_text().count("made-up earlier checkpoint") == 1
     for name in SPLITS:
@@ -52,11 +52,12 @@ def test_before_and_after_figures_are_eval_jsons(page, evaluated_server):
     text = examples.inner_text()
     example = evaluation["sets"]["hsk_test"]["examples"][0]
     assert example["english"] in text and example["reference"] in text and example["beam4"] in text
+    page.locator("#eval-probe > summary").click()
     categories = page.locator("#probe-categories tbody tr").first.locator("td").all_inner_texts()
     numbers = evaluation["probe"]["categories"]["numbers"]
     assert categories[1] == f"{shown(numbers['greedy']['bleu'])} " \
                             f"({shown(evaluation['previous']['probe']['categories']['numbers']['greedy']['bleu'])})"
-    story = page.locator("#story").inner_text()
+    story = page.locator("#story").text_content()  # in the folded "real training curves"
     assert "Warm-started" in story and "12,345" in story
     shot(page, "training-eval-1280")
 
@@ -69,6 +70,8 @@ def test_evaluation_fits_a_phone(browser, evaluated_server, lang):
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(f"{evaluated_server}/training")
+    page.locator("#evaluation > summary").click()  # folded on arrival
+    page.locator("#eval-probe > summary").click()
     page.wait_for_selector("#probe-categories tbody tr")
     page.locator("#eval-sets details").first.locator("summary").click()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
@@ -82,6 +85,7 @@ def test_evaluation_fits_a_phone(browser, evaluated_server, lang):
 def test_without_test_sets_the_page_says_so(page, server):
     """The tiny checkpoint's eval.json has no test sets and no ``previous``."""
     page.goto(f"{server}/training")
+    page.locator("#evaluation > summary").click()  # folded on arrival
     page.wait_for_selector("#eval-sets p.muted")
     assert "python -m model.training.evaluate" in page.locator("#eval-sets").inner_text()
     assert page.locator("#eval-previous").is_hidden()
