@@ -66,8 +66,10 @@ def xray_shots(browser, url: str, out: Path) -> None:
                 window.scrollTo(0, top - player - header - 12); }""", target)
         page.wait_for_function(SETTLED, timeout=30000)
         page.wait_for_timeout(500)  # the zoom's transition and the beacon's glide
-        path = out / f"{name}.png"
-        page.screenshot(path=str(path), animations="disabled")
+        # the full-width views are JPEG: as PNG they pass the README's 200 KB per picture
+        path = out / (f"{name}.jpg" if width >= 1000 and "zoom=" not in query else f"{name}.png")
+        extra = {"type": "jpeg", "quality": 72} if path.suffix == ".jpg" else {}
+        page.screenshot(path=str(path), animations="disabled", **extra)
         print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1024:.0f} KB")
         context.close()
 

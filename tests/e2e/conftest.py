@@ -116,17 +116,31 @@ def page(browser, request):
     watch.check()
 
 
-@pytest.fixture()
-def phone(browser):
-    """A 390 px page (English) that fails the test on any uncaught script error."""
-    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
+def _sized_page(browser, width: int, height: int, console: bool = False):
+    """A page of that viewport (English) that fails the test on any uncaught script error (and,
+    with ``console``, on any console error)."""
+    context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    if console:
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.set_default_timeout(30_000)
     yield page
     context.close()
     assert errors == [], errors
+
+
+@pytest.fixture()
+def phone(browser):
+    """A 390 px page (English) that fails the test on any uncaught script error."""
+    yield from _sized_page(browser, 390, 844)
+
+
+@pytest.fixture()
+def wide(browser):
+    """A 1440×900 page (English) that fails the test on any script or console error."""
+    yield from _sized_page(browser, 1440, 900, console=True)
 
 
 def shot(page, name: str) -> None:

@@ -26,19 +26,6 @@ def server():
         yield url
 
 
-@pytest.fixture()
-def wide(browser):
-    context = browser.new_context(viewport={"width": 1440, "height": 900}, locale="en-US")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.set_default_timeout(30_000)
-    yield page
-    context.close()
-    assert errors == [], errors
-
-
 def open_xray(page, server, query: str = "") -> None:
     page.goto(f"{server}/?text={quote(SEED)}{query}")
     ready(page)
