@@ -37,7 +37,8 @@
         button.appendChild(ITT.element("span", `L${cell.layer + 1} · H${cell.head + 1}`, "cell-label"));
         const thumb = ITT.element("div", null, "thumb");
         button.appendChild(thumb);
-        button.addEventListener("click", () => select({ kind, layer: cell.layer, head: cell.head, query: 0 }, true));
+        button.addEventListener("click", () => select({ kind, layer: cell.layer, head: cell.head, query: 0 }, true)
+          .catch((error) => ITT.showError(error.message)));
         return [button, thumb, cell];
       });
       grid.replaceChildren(...buttons.map(([button]) => button));

@@ -140,10 +140,41 @@ const ITT = (() => {
     box.hidden = true;
   }
 
+  /* Answers by request. The latest JSON answers the server gave are kept as text, so that
+     saved_trace.js can write what the page drew to a file; while a saved file is open,
+     ``answers.replay`` (saved_trace.js's) answers instead of the server and a request it does not
+     hold is refused, never sent. */
+  const KEPT = 60;
+  const answers = { kept: new Map(), replay: null };
+
+  /** JSON with every object's keys sorted: one text for one value. */
+  function canonical(value) {
+    if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+    if (value && typeof value === "object") {
+      return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`;
+    }
+    return JSON.stringify(value);
+  }
+
+  /** A request's name: its path, its query sorted and its JSON body with sorted keys. */
+  function requestKey(url, init) {
+    const [path, search] = String(url).split("?");
+    const query = new URLSearchParams(search || "");
+    query.sort();
+    const body = init && typeof init.body === "string" ? canonical(JSON.parse(init.body)) : "";
+    return `${path}?${query}|${body}`;
+  }
+
   /** The one way to the server: fetch JSON (or, when the server answers
       application/octet-stream, the bytes as an ArrayBuffer), count the request as busy, reject
       with the server's message. */
   async function request(url, init) {
+    const key = requestKey(url, init);
+    const replay = answers.replay;
+    if (replay && replay.holds()) {
+      if (!replay.answers.has(key)) throw new Error(t("saved.not_in_file"));
+      return JSON.parse(replay.answers.get(key));
+    }
     setBusy(+1);
     try {
       let response;
@@ -154,11 +185,16 @@ const ITT = (() => {
       }
       const binary = response.ok && (response.headers.get("Content-Type") || "").startsWith("application/octet-stream");
       if (binary) return await response.arrayBuffer();
-      const data = await response.json().catch(() => ({}));
+      const body = await response.text().catch(() => "");
+      let data = {};
+      try { data = JSON.parse(body); } catch { /* not JSON: the status says what happened */ }
       if (!response.ok) {
         const fix = response.status === 422 && Array.isArray(data.errors) ? inputFix(data.errors) : null;
         throw new Error(fix || data.message || `${response.status}`);
       }
+      answers.kept.delete(key);
+      answers.kept.set(key, body);
+      if (answers.kept.size > KEPT) answers.kept.delete(answers.kept.keys().next().value);
       return data;
     } finally {
       setBusy(-1);
@@ -327,6 +363,11 @@ const ITT = (() => {
     return rerun;
   }
 
+  /** Load the page again for the URL it shows. */
+  function reload() {
+    return rerun();
+  }
+
   /** Go to a new URL of this page and load it, as going back or forward in history would. */
   function visit(query) {
     setURL(query, true);
@@ -382,6 +423,7 @@ const ITT = (() => {
 
   return {
     t, params, text, requestFromURL, carriedQuery, setURL, syncLinks, api, get, plot, plotOrNote, chips,
-    element, table, number, start, visit, showError, clearError, pageData, palette,
+    element, table, number, start, visit, reload, showError, clearError, pageData, palette, answers,
+    requestKey, canonical,
   };
 })();
