@@ -78,14 +78,24 @@
       b, h, s, k,
       reused: ITT.t(kv.cross.reused ? "kv.cross_reused" : "kv.cross_changed", { n: kv.self.shapes.length }),
     });
-    plotRows(document.getElementById("kv-cross-k"), data.figures.cross_k);
-    plotRows(document.getElementById("kv-cross-v"), data.figures.cross_v);
     const slider = document.getElementById("kv-row-step");
     slider.max = String(kv.self.shapes.length);
     slider.value = slider.max;
-    drawRows(kv.self.shapes.length);
+    drawTensors();
   }
 
+  /** The cross-attention K/V and the self-attention rows cached after the slider's step. In a
+      closed fold the charts may have no width yet (then they are drawn narrow): they are drawn
+      again when the fold opens. */
+  function drawTensors() {
+    plotRows(document.getElementById("kv-cross-k"), data.figures.cross_k);
+    plotRows(document.getElementById("kv-cross-v"), data.figures.cross_v);
+    drawRows(Number(document.getElementById("kv-row-step").value));
+  }
+
+  document.getElementById("kv-tensors").addEventListener("toggle", (event) => {
+    if (event.target.open && data) drawTensors();
+  });
   document.getElementById("kv-row-step").addEventListener("input", (event) => {
     if (data) drawRows(Number(event.target.value));
   });

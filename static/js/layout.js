@@ -1,7 +1,7 @@
 /* The frame every page shares: on a phone the list of pages folds behind a menu button, and a
    long page opens with an "on this page" list of its sections, kept up to date as sections appear
    (several are hidden until the model's answer says they apply); a link or an address into a
-   folded section (a closed <details>) opens it. */
+   folded section (a closed <details>) opens it; some parts fold on a phone only. */
 (() => {
   const toggle = document.getElementById("menu-toggle");
   const nav = document.getElementById("site-nav");
@@ -21,6 +21,12 @@
   nav.addEventListener("click", (event) => {
     if (event.target.closest("a")) setMenu(false);
   });
+
+  // On a phone the parts marked data-fold-narrow (open on a wider screen) start folded, so their
+  // headings read as one short list and a tap opens the one wanted.
+  if (window.matchMedia("(max-width: 640px)").matches) {
+    document.querySelectorAll("details[data-fold-narrow]").forEach((details) => { details.open = false; });
+  }
 
   /** Open the folded sections around the address's #fragment (a link from elsewhere, a
       bookmark, going back), so the destination is shown rather than a closed heading. */
