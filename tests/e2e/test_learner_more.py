@@ -78,6 +78,7 @@ def test_kv_cache_times_several_runs_and_shows_the_real_rows_growing(page, serve
     assert fills == 2
     assert page.evaluate("document.getElementById('kv-k').data[0].z.length") == 6
     assert "(1, " in page.locator("#kv-shape").text_content()
+    page.locator("#kv-tensors > summary").click()  # the cache's rows are folded at first
     page.locator("#kv-row-step").fill("2")
     page.locator("#kv-row-step").dispatch_event("input")
     assert page.evaluate("document.getElementById('kv-k').data[0].z.length") == 2
