@@ -158,6 +158,7 @@
       data = read(await file.text());
     } catch (error) { // refused before anything on screen changes
       ITT.showError(error instanceof Error && error.message ? error.message : ITT.t("saved.damaged"));
+      document.getElementById("error").scrollIntoView({ block: "nearest" }); // a drop far below it
       return;
     }
     const text = data.request.text;
