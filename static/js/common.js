@@ -144,8 +144,21 @@ const ITT = (() => {
      saved_trace.js can write what the page drew to a file; while a saved file is open,
      ``answers.replay`` (saved_trace.js's) answers instead of the server and a request it does not
      hold is refused, never sent. */
-  const KEPT = 60;
+  const KEPT = { answers: 60, chars: 32 * 1024 * 1024 }; // a long sentence's answers are MBs
   const answers = { kept: new Map(), replay: null };
+  let keptChars = 0;
+
+  function keep(key, body) {
+    if (answers.kept.has(key)) keptChars -= answers.kept.get(key).length;
+    answers.kept.delete(key);
+    answers.kept.set(key, body);
+    keptChars += body.length;
+    while (answers.kept.size > KEPT.answers || (keptChars > KEPT.chars && answers.kept.size > 1)) {
+      const [oldest, text] = answers.kept.entries().next().value;
+      answers.kept.delete(oldest);
+      keptChars -= text.length;
+    }
+  }
 
   /** JSON with every object's keys sorted: one text for one value. */
   function canonical(value) {
@@ -192,9 +205,7 @@ const ITT = (() => {
         const fix = response.status === 422 && Array.isArray(data.errors) ? inputFix(data.errors) : null;
         throw new Error(fix || data.message || `${response.status}`);
       }
-      answers.kept.delete(key);
-      answers.kept.set(key, body);
-      if (answers.kept.size > KEPT) answers.kept.delete(answers.kept.keys().next().value);
+      keep(key, body);
       return data;
     } finally {
       setBusy(-1);

@@ -121,6 +121,23 @@ def test_a_trace_downloaded_on_one_page_opens_on_the_others(page, server, tmp_pa
     assert "dropped.json" in page.locator("#saved-status").inner_text()
 
 
+def test_going_back_from_a_saved_trace_is_live_again(page, server, tmp_path):
+    page.goto(url(server, "/tokens", SEED))
+    settle(page)
+    saved = download(page, tmp_path)
+    page.goto(url(server, "/tokens", OTHER))
+    settle(page)
+    live = page.evaluate(DRAWN)
+    open_file(page, saved)
+    assert page.evaluate(DRAWN) != live
+    page.go_back()
+    page.locator("body[data-source=file]").wait_for(state="detached")
+    settle(page)
+    assert page.locator("#saved-status").is_hidden()
+    assert parse_qs(urlsplit(page.url).query)["text"] == [OTHER]
+    assert page.evaluate(DRAWN)["plots"] == live["plots"]
+
+
 def test_what_the_file_does_not_hold_is_refused_not_asked(page, server, tmp_path):
     page.goto(url(server, "/attention", SEED))
     settle(page)
