@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.transformer import PAD_ID, Transformer, mask_special, padding_mask
+from model.transformer import NEVER_GENERATED, PAD_ID, Transformer, padding_mask
 
 
 class _Projection:
@@ -48,8 +48,13 @@ class _Projection:
 
     def __call__(self, x: Tensor) -> Tensor:
         if x.size(0) > 1 and self.blocked is not None:
-            return torch.ops.mkldnn._linear_pointwise(x, self.blocked, self.bias, "none", [], "")
+            return _LINEAR_POINTWISE(x, self.blocked, self.bias, "none", [], "")
         return torch.addmm(self.bias, x, self.transposed)
+
+
+# oneDNN's product on the blocked layout, its one overload named (no overload resolution per call)
+_LINEAR_POINTWISE = (torch.ops.mkldnn._linear_pointwise.default
+                     if torch.backends.mkldnn.is_available() else None)
 
 
 def _blocked(weight: Tensor) -> Tensor | None:
@@ -92,6 +97,7 @@ class _Weights:
                 norms=(layer.add_norm1.norm, layer.add_norm2.norm, layer.add_norm3.norm),
             ))
         self.output = _Projection(model.output)
+        self.never_generated = torch.tensor(NEVER_GENERATED)  # ids whose logit decoding sets to -inf
 
 
 def _enter(layer: nn.Module) -> None:
@@ -130,7 +136,6 @@ class LeanDecoder:
     """Feeds the decoder one token at a time with a preallocated KV cache; records nothing."""
 
     def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, capacity: int):
-        self.mask_special = mask_special
         config = model.config
         self.model = model
         self.weights = _weights(model)
@@ -142,9 +147,12 @@ class LeanDecoder:
         self.src_mask = None if bool((src_ids != PAD_ID).all()) else padding_mask(src_ids)
         # every layer's self-attention keys [:, 0] and values [:, 1] in one tensor, so that beam
         # search reorders them all in one copy: (layers, 2, B, H, capacity, d_head)
-        self.kv = memory.new_empty(
+        self.kv = self._buffer = memory.new_empty(
             (len(model.decoder_layers), 2, src_ids.size(0), self.heads, capacity, self.d_head)
         )
+        # a second buffer of the same layout that beam search's reorder fills and then swaps in
+        # (``self.kv`` is always the first B rows of one of the two)
+        self._spare: Tensor | None = None
         # the cross-attention's keys and values, one pair per layer, for the source batch as it is:
         # the hypotheses of one sentence (beam search) all read the same ones
         self.cross = [
@@ -152,6 +160,7 @@ class LeanDecoder:
              self._heads(layer.cross_attention.w_v(memory)))
             for layer in model.decoder_layers
         ]
+        self._expanded: dict[int, list[tuple[Tensor, Tensor]]] = {}  # self.cross for B rows
 
     @property
     def caches(self) -> list[_Cache]:
@@ -163,6 +172,19 @@ class LeanDecoder:
         """(B, L, D) → (B, H, L, d_head)."""
         return x.view(x.size(0), x.size(1), self.heads, self.d_head).transpose(1, 2)
 
+    def _cross_for(self, batch: int) -> list[tuple[Tensor, Tensor]]:
+        """Every layer's cross-attention K and V for ``batch`` rows: the hypotheses of one sentence
+        share its K and V (expanded views, made once per row count, not copies)."""
+        if self.cross[0][0].size(0) == batch:
+            return self.cross
+        expanded = self._expanded.get(batch)
+        if expanded is None:
+            expanded = self._expanded[batch] = [
+                (keys.expand(batch, -1, -1, -1), values.expand(batch, -1, -1, -1))
+                for keys, values in self.cross
+            ]
+        return expanded
+
     def step(self, new_ids: Tensor) -> Tensor:
         """Append ``new_ids`` (B,) and return the logits for the next position (B, V)."""
         position = self.length
@@ -171,29 +193,27 @@ class LeanDecoder:
         embedding = self.model.tgt_embedding
         y = (F.embedding(new_ids, embedding.tokens.weight) * embedding.scale
              + embedding.positions[position])  # (B, D): one new position per row
-        batch, heads, d_head = y.size(0), self.heads, self.d_head
+        batch, heads, d_head, d_model = y.size(0), self.heads, self.d_head, self.d_model
         end = position + 1
-        for index, (weights, (cross_keys, cross_values)) in enumerate(
-            zip(self.weights.layers, self.cross, strict=True)
+        for weights, kv, (cross_keys, cross_values) in zip(
+            self.weights.layers, self.kv, self._cross_for(batch), strict=True
         ):
             _enter(weights.layer)
             norm1, norm2, norm3 = weights.norms
             qkv = weights.qkv(y).view(batch, 3, heads, d_head)
-            self.kv[index, :, :, :, position] = qkv[:, 1:].transpose(0, 1)  # K and V: (2, B, H, d_head)
-            keys, values = self.kv[index, :, :, :, :end].unbind(0)
+            kv[:, :, :, position] = qkv[:, 1:].transpose(0, 1)  # K and V: (2, B, H, d_head)
+            keys, values = kv[:, :, :, :end].unbind(0)
             attended = F.scaled_dot_product_attention(qkv[:, 0, :, None], keys, values)
-            y = norm1(y + weights.out(attended.view(batch, self.d_model)))
-            if cross_keys.size(0) != batch:  # hypotheses of one sentence share its K and V
-                cross_keys = cross_keys.expand(batch, -1, -1, -1)
-                cross_values = cross_values.expand(batch, -1, -1, -1)
+            y = _layer_norm(y + weights.out(attended.view(batch, d_model)), norm1)
             crossed = F.scaled_dot_product_attention(
                 weights.cross_q(y).view(batch, heads, 1, d_head), cross_keys, cross_values,
                 attn_mask=self.src_mask,
-            ).view(batch, self.d_model)
-            y = norm2(y + weights.cross_out(crossed))
-            y = norm3(y + weights.ffn2(weights.activate(weights.ffn1(y))))
+            ).view(batch, d_model)
+            y = _layer_norm(y + weights.cross_out(crossed), norm2)
+            y = _layer_norm(y + weights.ffn2(weights.activate(weights.ffn1(y))), norm3)
         self.length = end
-        return self.mask_special(self.weights.output(y))
+        # the fresh logits masked in place: the values mask_special gives, without a copy
+        return self.weights.output(y).index_fill_(-1, self.weights.never_generated, float("-inf"))
 
     def step_without_cache(self, prefix: Tensor) -> Tensor:
         """The next position's logits (B, V) for the whole ``prefix`` (B, T), recomputing every
@@ -221,14 +241,30 @@ class LeanDecoder:
             y = norm2(y + weights.cross_out(crossed.transpose(1, 2).reshape(rows, self.d_model)))
             y = norm3(y + weights.ffn2(weights.activate(weights.ffn1(y))))
         last = y.view(batch, length, self.d_model)[:, -1]
-        return self.mask_special(self.weights.output(last))
+        return self.weights.output(last).index_fill_(-1, self.weights.never_generated, float("-inf"))
 
     def reorder(self, indices: Tensor) -> None:
-        """Keep only the hypotheses at ``indices`` (beam search): rows may repeat or vanish."""
-        kv = self.kv.new_empty((*self.kv.shape[:2], len(indices), *self.kv.shape[3:]))
-        kv[:, :, :, :, : self.length] = self.kv[:, :, indices, :, : self.length]
-        self.kv = kv
+        """Keep only the hypotheses at ``indices`` (beam search): rows may repeat or vanish.
+
+        The kept rows' filled positions are gathered into the spare buffer, which then becomes the
+        cache (the old one the spare): two buffers for a whole search, none allocated per step.
+        """
+        rows = len(indices)
+        spare = self._spare
+        if spare is None or spare.size(2) < rows:
+            spare = self.kv.new_empty((*self.kv.shape[:2], rows, *self.kv.shape[3:]))
+        kept = spare[:, :, :rows]
+        kept[:, :, :, :, : self.length] = torch.index_select(
+            self.kv[:, :, :, :, : self.length], 2, indices
+        )
+        self._spare, self._buffer, self.kv = self._buffer, spare, kept
         if self.cross[0][0].size(0) > 1:  # one source per row: the rows move with their source
             self.cross = [(keys[indices], values[indices]) for keys, values in self.cross]
+            self._expanded.clear()
             if self.src_mask is not None:
                 self.src_mask = self.src_mask[indices]
+
+
+def _layer_norm(x: Tensor, norm: nn.LayerNorm) -> Tensor:
+    """``norm(x)`` without the module call (the same ``torch.layer_norm``)."""
+    return torch.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
