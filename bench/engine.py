@@ -1,6 +1,7 @@
 """Our traced translation against a real inference engine (CTranslate2) on the same weights.
 
     python -m bench.engine [--checkpoint DIR] [--sentences 20] [--repeats 3] [--greedy-only]
+                           [--before TREE]
 
 Converts the checkpoint to CTranslate2 float32 (``model/adapters/ct2.py``), then times, interleaved in one
 process and one thread each, for the same unseen ~10-word sentences:
@@ -18,16 +19,26 @@ process and one thread each, for the same unseen ~10-word sentences:
 
 for greedy and for beam 4, and prints p50/p90, the ratios to CTranslate2, whether every output is
 identical token for token, and (greedy) how many drafts our model accepted unchanged.
+
+``--before TREE`` (a checkout of an earlier commit, e.g. ``git worktree add /tmp/before 4d45d7f``)
+adds that tree's decode step (its ``model/decoding.py`` and ``model/lean.py``) to the same
+interleaved loop: ``decode-before`` and ``trace-before`` (our trace with that step), and counts the
+beam searches whose trees (every node's score as a float) are identical before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 
 import torch
 
+import model.translator
 from bench.common import machine, percentiles, sentences
 from model.adapters import ct2
 from model.decoding import DecodingOptions, generate
@@ -57,8 +68,36 @@ def floor(translator: Translator, drafter: ct2.Drafter, src: torch.Tensor,
     return translator.model.decode(torch.tensor([[BOS_ID, *tokens]]), memory, src)
 
 
+def earlier_decoding(tree: Path) -> ModuleType:
+    """``tree``'s model/decoding.py, stepping ``tree``'s model/lean.py (the rest is ours)."""
+    modules = {}
+    for name in ("lean", "decoding"):
+        spec = importlib.util.spec_from_file_location(f"before_{name}", tree / "model" / f"{name}.py")
+        modules[name] = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = modules[name]
+        spec.loader.exec_module(modules[name])
+    modules["decoding"].LeanDecoder = modules["lean"].LeanDecoder
+    return modules["decoding"]
+
+
+@contextmanager
+def decoding_from(module: ModuleType):
+    """``Translator.trace`` decoding with ``module.generate`` for the duration."""
+    ours = model.translator.generate
+    model.translator.generate = module.generate
+    try:
+        yield
+    finally:
+        model.translator.generate = ours
+
+
+def tree(result) -> tuple:
+    return (result.tokens, [(n.step, n.token_id, n.parent, n.score, n.finished, n.selected)
+                            for n in result.beam_nodes])
+
+
 def compare(translator: Translator, engine, texts: list[str], options: DecodingOptions,
-            repeats: int) -> dict:
+            repeats: int, before: ModuleType | None = None) -> dict:
     """Every path on every sentence, interleaved (trace, translate, decode, ct2, trace, …)."""
     stepwise = Translator(translator.model, translator.english, translator.chinese)
     stepwise.set_drafter(None)
@@ -70,6 +109,15 @@ def compare(translator: Translator, engine, texts: list[str], options: DecodingO
         "decode": lambda text, src: generate(translator.model, src, options),
         "ct2": lambda text, src: ct2_decode(engine, translator, text, options),
     }
+    if before is not None:
+        old = before.DecodingOptions(**vars(options))
+
+        def trace_before(text, src):
+            with decoding_from(before):
+                return translator.trace(text, old)
+
+        paths["trace-before"] = trace_before
+        paths["decode-before"] = lambda text, src: before.generate(translator.model, src, old)
     if options.strategy == "greedy" and drafter is not None:
         paths["draft"] = lambda text, src: drafter.propose(src[0].tolist(), [], options.max_len)
         paths["floor"] = lambda text, src: floor(translator, drafter, src, options)
@@ -77,9 +125,11 @@ def compare(translator: Translator, engine, texts: list[str], options: DecodingO
         for path in paths.values():
             path(text, torch.tensor([translator.source_ids(text)]))
     times: dict[str, list[float]] = {name: [] for name in paths}
-    identical = accepted = 0
+    identical = accepted = same_tree = 0
     for text in texts:
         src = torch.tensor([translator.source_ids(text)])
+        if before is not None:
+            same_tree += tree(paths["decode"](text, src)) == tree(paths["decode-before"](text, src))
         output = translator.trace(text, options).target_ids
         identical += output == ct2_decode(engine, translator, text, options) == stepwise.trace(
             text, options).target_ids
@@ -91,6 +141,7 @@ def compare(translator: Translator, engine, texts: list[str], options: DecodingO
                 path(text, src)
                 times[name].append((time.perf_counter() - started) * 1000)
     return {"identical": identical, "sentences": len(texts), "accepted": accepted,
+            "same_tree": same_tree if before is not None else None,
             "stats": {name: percentiles(values) for name, values in times.items()}}
 
 
@@ -100,7 +151,10 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per sentence and path")
     parser.add_argument("--greedy-only", action="store_true", help="skip the two beam-4 comparisons")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="an earlier checkout whose decode step to time beside ours")
     args = parser.parse_args()
+    before = earlier_decoding(args.before) if args.before else None
 
     torch.set_num_threads(1)
     translator = Translator.load(args.checkpoint)
@@ -116,14 +170,16 @@ def main() -> None:
     ):
         if args.greedy_only and options.strategy != "greedy":
             continue
-        result = compare(translator, engine, texts, options, args.repeats)
+        result = compare(translator, engine, texts, options, args.repeats, before)
         stats = result["stats"]
         base = stats["ct2"]
         print(f"\n{label}: {result['sentences']} sentences × {args.repeats} runs, one thread; "
               f"identical outputs (trace = stepwise = CTranslate2) "
               f"{result['identical']}/{result['sentences']}"
               + (f"; drafts accepted unchanged {result['accepted']}/{result['sentences']}"
-                 if options.strategy == "greedy" else ""))
+                 if options.strategy == "greedy" else "")
+              + (f"; decodes identical to --before, every node's score as a float, "
+                 f"{result['same_tree']}/{result['sentences']}" if before is not None else ""))
         for name, s in stats.items():
             print(f"  {name:<10} p50 {s['p50']:7.2f} ms  p90 {s['p90']:7.2f} ms   "
                   f"p50 {s['p50'] / base['p50']:4.2f}×  p90 {s['p90'] / base['p90']:4.2f}× "
