@@ -66,6 +66,7 @@ def sizes(client, texts: dict[str, str]) -> list[dict]:
             "trace": wire(client, "/api/trace", body), "xray": wire(client, "/api/xray", body),
             "view": wire(client, "/api/xray/view", body),
             **plain_view(client, body),
+            "heads": wire(client, "/api/xray/heads", body),
             "logits": wire(client, "/api/xray/logits", body),
             "block": wire(client, "/api/xray/block", {**body, "side": "decoder",
                                                       "block": "self_attention", "layer": 0,
@@ -75,9 +76,9 @@ def sizes(client, texts: dict[str, str]) -> list[dict]:
 
 
 def plain_view(client, body: dict) -> dict:
-    """The view as packed before its Add & Norm strips went as corrections (every stage's codes
-    as they are), gzipped as the server gzips it, and what each part of today's view costs
-    (gzipped alone, KB): where the bytes go."""
+    """The view as packed before its attention went as head averages (every head's weights in
+    it, as they are now in /api/xray/heads), gzipped as the server gzips it, and what each part of
+    today's view costs (gzipped alone, KB): where the bytes go."""
     import gzip
 
     from app.pages.xray import XrayRequest
@@ -85,8 +86,17 @@ def plain_view(client, body: dict) -> dict:
     state = client.app.state
     trace, _ = state.engine.trace(XrayRequest(**body))
     vocabulary = state.translator.chinese.vocabulary
-    plain = gzip.compress(xray.view(trace, vocabulary), compresslevel=6, mtime=0)
     header, arrays = xray.unpack(xray.view(trace, vocabulary, model=state.translator.model))
+    _, every = xray.unpack(xray.heads_view(trace))
+    before = {}
+    for name, array in arrays.items():
+        if not name.startswith("attention."):
+            before[name] = array
+        elif name.endswith(".sum") and ".overall" not in name:
+            kind = name.split(".")[1]
+            before[f"attention.{kind}"] = every[f"attention.{kind}"]
+    old_header = {k: v for k, v in header.items() if k not in ("arrays", "attention_mean_of")}
+    plain = gzip.compress(xray.pack(old_header, before), compresslevel=6, mtime=0)
     parts = {"header": len(gzip.compress(orjson.dumps(header), 6))}
     for name, array in arrays.items():
         group = "strips corrections" if name.split(".")[-1] in (
@@ -95,17 +105,63 @@ def plain_view(client, body: dict) -> dict:
             group = "strips (other stages)"
         elif name.endswith(".scales"):
             group = "strip scales"
+        elif name.startswith("attention."):
+            group = "attention (head averages and their nudges)"
         parts[group] = parts.get(group, 0) + len(gzip.compress(array.tobytes(), 6))
     return {"view_plain": len(plain), "parts": parts}
+
+
+def _planes(planes: np.ndarray) -> np.ndarray:
+    p = planes.astype(np.int64)
+    return p[0] | (p[1] << 8) | (p[2] << 16)
+
+
+def _mean(arrays: dict, name: str, means: dict, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """A head average as data.js decodes it, and where it is exact: where ``.exact`` is set,
+    sum / (n · 10⁵) nudged by its ulps; elsewhere coarse / 100."""
+    n = means["overall" if kind == "cross.overall" else "heads"]
+    shape = tuple(means["shapes"][kind])
+    exact = np.unpackbits(arrays[f"{name}.exact"])[: math.prod(shape)].astype(bool)
+    base = _planes(arrays[f"{name}.sum"]).astype(np.float64) / (n * 1e5)
+    out = np.empty(exact.size)
+    out[exact] = (base.view(np.int64) + arrays[f"{name}.nudge"]).view(np.float64)
+    out[~exact] = arrays[f"{name}.coarse"] / 100
+    return out.reshape(shape), exact.reshape(shape)
+
+
+def page_mean(matrices: list) -> list:
+    """What the page took before as the mean of several [query][key] matrices of the trace's
+    numbers (overlay.js headWeights, narration.js): the float sum in order, then ÷ n."""
+    total = np.zeros(np.asarray(matrices[0]).shape)
+    for matrix in matrices:
+        total = total + np.asarray(matrix, dtype=np.float64)
+    return (total / len(matrices)).tolist()
+
+
+def shown_mean(mean: np.ndarray, exact: np.ndarray, want: list) -> bool:
+    """The view's head average against the page's own from every head: equal (``==``) wherever
+    a line is drawn (weight ≥ 0.03) and at each row's three largest; elsewhere below 0.03, at
+    most 0.01 under, never above — so no row's largest three, their order or any line changes."""
+    want = np.asarray(want)
+    largest = np.argsort(-want, axis=-1, kind="stable")[..., : xray.NAMED]
+    needed = want >= xray.LINE_FROM
+    np.put_along_axis(needed, largest, True, axis=-1)
+    rest = ~exact
+    return bool((exact == needed).all() and (mean[exact] == want[exact]).all()
+                and (mean[rest] <= want[rest]).all() and (want[rest] - mean[rest] < 0.01).all()
+                and (mean[rest] < xray.LINE_FROM).all()
+                and (np.argsort(-mean, axis=-1, kind="stable")[..., : xray.NAMED] == largest).all())
+
+
+def heads(body: bytes) -> dict[str, list]:
+    """/api/xray/heads decoded: kind → [layer][head][query][key] as the trace's numbers."""
+    _, arrays = xray.unpack(body)
+    return {name.split(".")[1]: (_planes(array) / 1e5).tolist() for name, array in arrays.items()}
 
 
 def shown(body: bytes) -> dict:
     """The view as static/js/xray/data.js decodes it, in /api/trace's and /api/xray's shapes."""
     header, arrays = xray.unpack(body)
-
-    def planes(name):
-        p = arrays[name].astype(np.uint32)
-        return (p[0] | (p[1] << 8) | (p[2] << 16)) / 1e5
 
     def layers(side):
         norms = arrays[f"norms.{side}"] / 1e3
@@ -113,10 +169,14 @@ def shown(body: bytes) -> dict:
         names = ["add_norm1", "add_norm2"] + (["add_norm3"] if side == "decoder" else [])
         out = []
         self_name = "attention.encoder" if side == "encoder" else "attention.decoder_self"
-        for layer, heads in enumerate(planes(self_name).tolist()):
-            row = {"self_attention": heads, "ffn": {"active_share": ffn[layer].tolist()}}
+        means = _mean(arrays, self_name, header["attention_means"],
+                      "encoder" if side == "encoder" else "decoder_self")
+        cross = _mean(arrays, "attention.cross", header["attention_means"], "cross")
+        for layer in range(len(means[0])):
+            row = {"self_attention_mean": (means[0][layer], means[1][layer]),
+                   "ffn": {"active_share": ffn[layer].tolist()}}
             if side == "decoder":
-                row["cross_attention"] = planes("attention.cross")[layer].tolist()
+                row["cross_attention_mean"] = (cross[0][layer], cross[1][layer])
             for a, add_norm in enumerate(names):
                 row[add_norm] = {norm: norms[layer, a, k].tolist()
                                  for k, norm in enumerate(header["norms"])}
@@ -130,8 +190,9 @@ def shown(body: bytes) -> dict:
         scales = arrays[f"strips.{side}.scales"]
         strips[side] = [{"scale": stage["scale"], "scales": scales[s], "codes": codes[s]}
                         for s, stage in enumerate(header["stages"][side])]
+    overall = _mean(arrays, "attention.cross.overall", header["attention_means"], "cross.overall")
     return {"header": header, "encoder": layers("encoder"), "decoder": layers("decoder"),
-            "strips": strips, "sampling_ids": arrays["sampling.ids"],
+            "cross_overall": overall, "strips": strips, "sampling_ids": arrays["sampling.ids"],
             "sampling_logits": arrays["sampling.logits"]}
 
 
@@ -176,9 +237,17 @@ def differences(client, body: dict) -> list[str]:
     for side in ("encoder", "decoder"):
         for layer, (mine, theirs) in enumerate(zip(view[side], trace[side], strict=True)):
             for key, value in mine.items():
-                want = theirs[key] if key.endswith("attention") else {
-                    k: theirs[key][k] for k in value}
-                same(f"{side}.{layer}.{key}", value, want)
+                if key.endswith("_mean"):  # the average the page took of every head before
+                    if not shown_mean(*value, page_mean(theirs[key.removesuffix("_mean")])):
+                        found.append(f"{side}.{layer}.{key}")
+                    continue
+                same(f"{side}.{layer}.{key}", value, {k: theirs[key][k] for k in value})
+    if not shown_mean(*view["cross_overall"], page_mean(
+            [head for layer in trace["decoder"] for head in layer["cross_attention"]])):
+        found.append("cross_overall")
+    every = heads(client.post("/api/xray/heads", json=body).content)
+    for kind, side, sublayer in xray.ATTENTION_KINDS:
+        same(f"heads.{kind}", every[kind], [layer[sublayer] for layer in trace[side]])
         for s, stage in enumerate(old[side]["values"]):
             mine = view["strips"][side][s]
             same(f"strips.{side}.{s}.scale", mine["scale"], stage["scale"])
@@ -249,15 +318,17 @@ def main(argv: list[str] | None = None) -> int:
         texts = {f"{n} words": sentences(n, 1, offset=27_000 + n)[0] for n in (5, 10, 20, 40)}
         texts["128 tokens"] = longest_text(english.encode)
         rows = sizes(client, texts)
-        print("| sentence | source tokens | steps | before: /api/trace + /api/xray | /api/xray/view, "
-              "strips as plain codes | after: /api/xray/view | after / before "
-              "| when a knob turns: /api/xray/logits | an opened block |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| sentence | source tokens | steps | before issue 27: /api/trace + /api/xray "
+              "| /api/xray/view with every head | now: /api/xray/view | now / before issue 27 "
+              "| a head picked: /api/xray/heads | when a knob turns: /api/xray/logits "
+              "| an opened block |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             before = r["trace"] + r["xray"]
             print(f"| {r['sentence']} | {r['source_tokens']} | {r['steps']} | {kb(r['trace'])} + "
                   f"{kb(r['xray'])} = {kb(before)} KB | {kb(r['view_plain'])} KB | "
-                  f"**{kb(r['view'])} KB** | {r['view'] / before:.1%} | {kb(r['logits'])} KB | "
+                  f"**{kb(r['view'])} KB** | {r['view'] / before:.1%} | {kb(r['heads'])} KB | "
+                  f"{kb(r['logits'])} KB | "
                   f"{kb(r['block'])} KB |")
         print("\nwhere the bytes of /api/xray/view go (each part gzipped alone, KB):")
         groups = list(rows[0]["parts"])

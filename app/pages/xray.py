@@ -5,8 +5,10 @@ The page downloads one answer per sentence, the size of what it draws, and more 
 learner opens it. ``model/explain/xray.py`` reads all of it from the trace's own recorded pass
 (nothing runs the model again):
 
-* ``POST /api/xray/view`` — the one answer: the strips, every attention weight, the numbers the
+* ``POST /api/xray/view`` — the one answer: the strips, the head-averaged attention, the numbers the
   narration quotes, the steps and the sampling table at its starting knobs, as typed arrays;
+* ``POST /api/xray/heads`` — every head's attention weights, when a learner picks a head or opens an
+  attention block (the view carries their average, which the lines draw first);
 * ``POST /api/xray/logits`` — every step's logits and the vocabulary, when a sampling knob turns;
 * ``POST /api/xray`` (kept for other clients; the page no longer reads it) — every token's full
   vector after every stage (the colour strips), and each decoding step's logits over the whole
@@ -134,8 +136,9 @@ def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
               translator: TranslatorDep) -> Response:
     """Everything the x-ray page draws for one sentence, in one packed answer: every stage's
     strip (int8 codes × scale / 127, as ``/api/xray``; each Add & Norm stage as corrections to
-    the LayerNorm of the two strips before it, the same codes once undone), every attention weight (× 10⁵, the
-    trace's 5 decimals exactly), the Add & Norm sizes and FFN shares the narration quotes, the
+    the LayerNorm of the two strips before it, the same codes once undone), the attention weights
+    averaged over the heads (from the trace's 5-decimal weights, the page's float64 mean exactly;
+    every head's come from ``/api/xray/heads``), the Add & Norm sizes and FFN shares the narration quotes, the
     steps, the beam tree, the sampling table at temperature 1 (the 15 likeliest tokens' logits
     and the exact normaliser) and, when a prefix is forced, the translation without it."""
     trace, model_ms = engine.trace(request)
@@ -145,6 +148,18 @@ def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
         original, model_ms = [step.token for step in plain.steps], model_ms + plain_ms
     bodies, _ = engine.derived(request, trace, "xray_view", _both, xray.view, trace,
                                translator.chinese.vocabulary, original, translator.model,
+                               on_model_thread=False)
+    return _packed(http, bodies, model_ms)
+
+
+@router.post("/api/xray/heads", responses={200: PACKED_DOC, **TRACE_ERRORS}, tags=["x-ray"],
+             response_class=Response)
+def xray_heads(request: XrayRequest, http: Request, engine: EngineDep) -> Response:
+    """Every head's attention weights, ``[layer][head][query][key]`` × 10⁵ (the trace's 5
+    decimals exactly) in three byte planes, packed as ``/api/xray/view``: asked for when a learner
+    picks one head or all of them, or opens an attention block."""
+    trace, model_ms = engine.trace(request)
+    bodies, _ = engine.derived(request, trace, "xray_heads", _both, xray.heads_view, trace,
                                on_model_thread=False)
     return _packed(http, bodies, model_ms)
 

@@ -6,9 +6,12 @@
 * :func:`open_block` — one block opened at one position: X·W_Q → Q, the heads, QKᵀ, ÷√d_k, the
   mask, softmax, ·V, concatenation, ·W_O; residual + LayerNorm with γ and β; the FFN; the output.
 
-* :func:`view` — everything the x-ray page draws for one sentence, in one answer: the strips, every
-  attention weight, the Add & Norm and FFN numbers the narration quotes, the steps, the beam tree,
-  and the sampling table's rows at the knobs' starting values; typed arrays packed by :func:`pack`;
+* :func:`view` — everything the x-ray page draws for one sentence, in one answer: the strips, the
+  attention weights averaged over the heads (as the lines draw them first), the Add & Norm and FFN
+  numbers the narration quotes, the steps, the beam tree, and the sampling table's rows at the
+  knobs' starting values; typed arrays packed by :func:`pack`;
+* :func:`heads_view` — every head's attention weights, asked for only when a learner picks a head
+  or opens an attention block;
 * :func:`logits_view` — every step's logits and the vocabulary, asked for only when a learner
   turns a sampling knob or draws.
 
@@ -20,7 +23,9 @@ N bytes of UTF-8 JSON (the header), then the arrays, each at a multiple of 4 byt
 ``arrays`` lists them (``{name: {dtype, shape, offset}}``, offset from the end of the header).
 Every number travels as the page shows it, with nothing lost to what the trace says: attention
 weights as the integers of the trace's 5-decimal rounding (w × 10⁵, split into three byte planes,
-which gzip packs ~25 % smaller than whole uint32s), Add & Norm sizes as × 10³ (3 decimals),
+which gzip packs ~25 % smaller than whole uint32s; a head average as the sum of those integers
+and the few ulps by which the page's float64 mean differs from sum / (n · 10⁵), :func:`page_mean`,
+so the page's average is the one it took from every head before), Add & Norm sizes as × 10³ (3 decimals),
 FFN shares as × 10⁴ (4 decimals) — ``code / 10ᵈ`` is exactly the float the trace's JSON gives —
 and strips as the same int8 codes as ``/api/xray`` (the colours are those of those codes).
 
@@ -53,6 +58,8 @@ SAMPLING_ROWS = 15  # the sampling table's rows (static/js/xray/whatif.js DIST_R
 BARS = 5  # the output row's bars (static/js/xray/rows.js TOP_BARS)
 NORMS = ("residual_norm", "sublayer_norm", "normed_norm")  # what the narration quotes
 DECODER_ONLY = {"cross_attention", "add_norm3", "output"}
+LINE_FROM = 0.03  # the weight from which static/js/xray/overlay.js draws an attention line
+NAMED = 3  # a row's largest weights the page names (overlay.js describeAttention, narration.js)
 
 
 def _round(values: torch.Tensor, digits: int) -> list:
@@ -339,11 +346,17 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
             3, np.uint32)
         arrays[f"ffn.{side}"] = _fixed([layer["ffn"]["active_share"] for layer in layers], 4,
                                        np.uint16)
-    for kind, side, sublayer in (("encoder", "encoder", "self_attention"),
-                                 ("decoder_self", "decoder", "self_attention"),
-                                 ("cross", "decoder", "cross_attention")):
-        # (3 planes, layers, heads, queries, keys)
-        arrays[f"attention.{kind}"] = _planes(head_codes(recorded.records(side, f"attention:{sublayer}")))
+    attention = _attention_codes(recorded)
+    cross = attention["cross"]
+    # how many weights each mean is of, and its shape: a layer's heads, [layer][query][key];
+    # every layer's heads for the narration, [query][key]
+    means = {"heads": int(cross.shape[1]), "overall": int(cross.shape[0] * cross.shape[1]),
+             "shapes": {}}
+    for kind, codes in attention.items():
+        arrays.update(shown_means(f"attention.{kind}", codes, axis=1))
+        means["shapes"][kind] = [codes.shape[0], *codes.shape[2:]]
+    arrays.update(shown_means("attention.cross.overall", cross.reshape(-1, *cross.shape[2:]), axis=0))
+    means["shapes"]["cross.overall"] = list(cross.shape[2:])
     sampling = _sampling_rows(recorded.logits[: len(trace.steps)])
     arrays["sampling.ids"] = sampling.pop("ids")
     arrays["sampling.logits"] = sampling.pop("logits")
@@ -362,9 +375,69 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
         "norms": list(NORMS), "stages": stages, "sampling": sampling,
         "vocab_size": len(vocabulary),
     }
+    header["attention_means"] = means
     if coding:
         header["norm_prediction"] = coding
     return pack(header, arrays)
+
+
+ATTENTION_KINDS = (("encoder", "encoder", "self_attention"), ("decoder_self", "decoder", "self_attention"),
+                   ("cross", "decoder", "cross_attention"))
+
+
+def _attention_codes(recorded: RecordedPass) -> dict[str, np.ndarray]:
+    """Every attention weight as its trace code (w × 10⁵): kind → [layer][head][query][key]."""
+    return {kind: head_codes(recorded.records(side, f"attention:{sublayer}"))
+            for kind, side, sublayer in ATTENTION_KINDS}
+
+
+def page_mean(codes: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of ``code / 10⁵`` over ``axis`` exactly as the page took it from every head's
+    weights (JavaScript: the float64 sum in order, then ÷ n), sent in two small parts: the
+    integer sum of the codes, and how many float64 steps (ulps) that mean lies from
+    sum / (n · 10⁵), almost always 0. The page undoes it bit for bit (data.js ``means``)."""
+    n = codes.shape[axis]
+    parts = np.moveaxis(codes, axis, 0)
+    total = np.zeros(parts.shape[1:])
+    for part in parts:
+        total = total + part.astype(np.float64) / 1e5
+    mean = total / n
+    sums = parts.sum(axis=0, dtype=np.int64)
+    nudges = mean.view(np.int64) - (sums.astype(np.float64) / (n * 1e5)).view(np.int64)
+    if sums.max(initial=0) >= 1 << 24 or np.abs(nudges).max(initial=0) > 127:
+        raise ValueError("attention sums beyond three bytes or means beyond an int8 of ulps")
+    return sums.astype(np.uint32), nudges.astype(np.int8)
+
+
+def shown_means(name: str, codes: np.ndarray, axis: int) -> dict[str, np.ndarray]:
+    """A head average as the page uses it: exactly (:func:`page_mean`) wherever the page draws or
+    names it, coarsely elsewhere. The page draws a line from weight ``LINE_FROM`` on and names a
+    row's ``NAMED`` largest weights (the narration's strongest key, a screen reader's three), so
+    those go exactly: ``.exact`` a bitmap over [..][query][key] (np.packbits order), ``.sum`` and
+    ``.nudge`` for the set bits in order. Every other weight is below ``LINE_FROM`` and goes as
+    ``.coarse``: ⌊mean × 100⌋ (0, 1 or 2; never above the mean, so no row's largest change), which
+    the page reads as coarse / 100 and never shows."""
+    sums, nudges = page_mean(codes, axis)
+    n = codes.shape[axis]
+    mean = ((sums.astype(np.float64) / (n * 1e5)).view(np.int64) + nudges).view(np.float64)
+    exact = mean >= LINE_FROM
+    # JavaScript's sort is stable: among equal weights the first key comes first
+    largest = np.argsort(-mean, axis=-1, kind="stable")[..., :NAMED]
+    np.put_along_axis(exact, largest, True, axis=-1)
+    rest = mean[~exact]
+    coarse = np.floor(rest * 100)
+    coarse -= coarse / 100 > rest  # ⌊ ⌋ of a rounded product can land one above
+    return {f"{name}.exact": np.packbits(exact.reshape(-1)), f"{name}.sum": _planes(sums[exact]),
+            f"{name}.nudge": nudges[exact], f"{name}.coarse": coarse.astype(np.uint8)}
+
+
+def heads_view(trace: Trace) -> bytes:
+    """Every head's attention weights (× 10⁵, three byte planes, [layer][head][query][key]),
+    packed as :func:`view`: asked for only when a learner picks one head or all of them, or opens
+    an attention block (the view carries the head average the page draws first)."""
+    arrays = {f"attention.{kind}": _planes(codes)
+              for kind, codes in _attention_codes(trace.recorded).items()}
+    return pack({}, arrays)
 
 
 def logits_view(trace: Trace, vocabulary: list[str]) -> bytes:

@@ -418,6 +418,9 @@ def test_attention_lines_follow_the_focused_token(page, server):
         assert close(w, weights[k], 1e-3)
     assert max(drawn, key=drawn.get) == max(range(len(weights)), key=weights.__getitem__)
     page.select_option("#xr-head", "2")
+    # one head's lines need every head's weights: they come on request (/api/xray/heads)
+    page.wait_for_function("""() => [...document.querySelectorAll(
+        '.xr-row[data-key="d-2-cross_attention"] path')].every((p) => p.dataset.h === '2')""")
     head = {int(p["k"]): float(p["w"]) for p in cross.evaluate_all(
         "ps => ps.filter(p => p.dataset.q === '1').map(p => ({k: p.dataset.k, w: p.dataset.w}))")}
     for k, w in head.items():

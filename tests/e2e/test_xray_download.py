@@ -42,9 +42,14 @@ def test_a_new_sentence_is_one_small_download_and_deep_dives_load_when_opened(pa
     first = page.locator("#xr-dist-body tr").first
     assert first.get_attribute("data-model") == first.get_attribute("data-new")
 
-    # an opened block asks for its own numbers, and nothing else
+    # an opened attention block asks for its own numbers and every head's weights (its heat map
+    # draws its head's whole matrix; the view carries their average), and nothing else
     calls.clear()
     open_block(page, "e-0-self_attention")
+    assert sorted(api_paths(calls)) == ["/api/xray/block", "/api/xray/heads"]
+    calls.clear()
+    page.select_option("#xr-head", "1")  # the heads are here already
+    open_block(page, "d-0-cross_attention")
     assert api_paths(calls) == ["/api/xray/block"]
 
     # turning a knob asks for every logit once; later turns and steps use them
@@ -59,6 +64,30 @@ def test_a_new_sentence_is_one_small_download_and_deep_dives_load_when_opened(pa
     page.locator("#xr-draw-button").click()
     page.locator("#xr-drew").wait_for()
     assert api_paths(calls) == ["/api/xray/logits"]
+
+
+def test_every_heads_weights_come_once_when_a_head_is_picked(page, server):
+    calls: list = []
+    page.on("request", lambda request: calls.append(request))
+    page.goto(f"{server}{XRAY}?text={quote(TEN_WORDS)}&frame=3")
+    ready(page)
+    lines = '.xr-row[data-key="e-0-self_attention"] path'
+    assert set(page.locator(lines).evaluate_all("ps => ps.map(p => p.dataset.h)")) == {"avg"}
+    calls.clear()
+    with page.expect_request_finished(lambda r: urlsplit(r.url).path == "/api/xray/heads"):
+        page.select_option("#xr-head", "all")
+    wait_until(lambda: len(set(page.locator(lines).evaluate_all("ps => ps.map(p => p.dataset.h)"))
+                           - {"avg"}) >= 2, "every head drawn in its own colour")
+    page.select_option("#xr-head", "3")
+    wait_until(lambda: set(page.locator(lines).evaluate_all("ps => ps.map(p => p.dataset.h)")) == {"3"},
+               "head 4 drawn alone")
+    assert api_paths(calls) == ["/api/xray/heads"]
+    # a link that picks a head draws it from the start (its one extra request)
+    calls.clear()
+    page.goto(f"{server}{XRAY}?text={quote(TEN_WORDS)}&frame=3&head=0")
+    ready(page)
+    assert set(page.locator(lines).evaluate_all("ps => ps.map(p => p.dataset.h)")) == {"0"}
+    assert api_paths(calls) == ["/api/xray/view", "/api/xray/heads"]
 
 
 def test_draw_at_the_starting_knobs_asks_for_the_logits_first(page, server):

@@ -23,6 +23,7 @@ import pytest
 import torch
 
 from app.pages.decode import beam_lineage
+from bench.xray_payload import page_mean, shown, shown_mean
 from model.decoding import filter_distribution, length_penalty
 from tests.e2e.conftest import running_server
 from tests.e2e.test_xray import SEED, api
@@ -224,7 +225,7 @@ def test_beam_ranking_is_the_pythons_on_real_trees(server):
 # {view, logits} (base64) on stdin and prints what the page would hold, and where the sampling
 # table drawn from the view's rows differs from the one drawn from every logit.
 VIEW_RUNNER = """
-import { decodeLogits, decodeView } from "%(data)s";
+import { decodeHeads, decodeLogits, decodeView } from "%(data)s";
 import { filterDistribution } from "%(sampling)s";
 const chunks = [];
 process.stdin.on("data", (c) => chunks.push(c));
@@ -233,8 +234,12 @@ process.stdin.on("end", () => {
     const b = Buffer.from(text, "base64");
     return b.buffer.slice(b.byteOffset, b.byteOffset + b.length);
   };
-  const out = JSON.parse(Buffer.concat(chunks).toString()).map(({ view, logits }) => {
+  const out = JSON.parse(Buffer.concat(chunks).toString()).map(({ view, logits, heads }) => {
     const { trace, xr, original } = decodeView(bytes(view));
+    const before = trace.heads;  // false: the view carries the head averages only
+    const means = [...trace.encoder, ...trace.decoder].map(
+      (layer) => [layer.self_attention_mean, layer.cross_attention_mean ?? null]);
+    decodeHeads(bytes(heads), trace);
     const all = decodeLogits(bytes(logits));
     const differ = [];
     let rows = 0;
@@ -261,7 +266,7 @@ process.stdin.on("end", () => {
       if (far || percent(mass) !== percent(row.mass)) differ.push([t, "mass", mass, row.mass]);
     });
     const strip = Array.from(xr.decoder.values[xr.decoder.values.length - 1][0]);
-    return { trace, original, differ, rows, same, strip, vocab: xr.vocabSize };
+    return { trace, original, differ, rows, same, strip, vocab: xr.vocabSize, before, means };
   });
   process.stdout.write(JSON.stringify(out));
 });
@@ -290,7 +295,8 @@ def test_the_views_sampling_rows_and_numbers_are_what_the_page_drew_before(serve
                               {"strategy": "sample", "temperature": 1.5, "seed": 2},
                               {"forced_prefix": ["我"]})]
     payload = [{"view": base64.b64encode(raw(server, "/api/xray/view", b)).decode(),
-                "logits": base64.b64encode(raw(server, "/api/xray/logits", b)).decode()}
+                "logits": base64.b64encode(raw(server, "/api/xray/logits", b)).decode(),
+                "heads": base64.b64encode(raw(server, "/api/xray/heads", b)).decode()}
                for b in bodies]
     script = VIEW_RUNNER % {"data": (XRAY_JS / "data.js").as_uri(),
                             "sampling": (XRAY_JS / "sampling.js").as_uri()}
@@ -298,14 +304,29 @@ def test_the_views_sampling_rows_and_numbers_are_what_the_page_drew_before(serve
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     rows = same = 0
-    for body, got in zip(bodies, json.loads(done.stdout), strict=True):
+    for body, item, got in zip(bodies, payload, json.loads(done.stdout), strict=True):
         trace = api(server, "/api/trace", body)
         assert got["differ"] == [], body
+        # the head averages: the ones bench.xray_payload decodes, float for float, and those are
+        # the page's own mean of every head wherever a line or a number shows it
+        assert got["before"] is False
+        mine = shown(base64.b64decode(item["view"]))
+        layers = mine["encoder"] + mine["decoder"]
+        for (self_mean, cross_mean), layer, theirs in zip(
+                got["means"], layers, trace["encoder"] + trace["decoder"], strict=True):
+            assert self_mean == layer["self_attention_mean"][0].tolist()
+            assert shown_mean(*layer["self_attention_mean"], page_mean(theirs["self_attention"]))
+            if cross_mean is not None:
+                assert cross_mean == layer["cross_attention_mean"][0].tolist()
+                assert shown_mean(*layer["cross_attention_mean"], page_mean(theirs["cross_attention"]))
+        assert got["trace"]["cross_overall"] == mine["cross_overall"][0].tolist()
         rows += got["rows"]
         same += got["same"]
         for side in ("encoder", "decoder"):
             for mine, theirs in zip(got["trace"][side], trace[side], strict=True):
                 for key, value in mine.items():
+                    if key.endswith("_mean"):
+                        continue  # compared above
                     want = theirs[key] if key.endswith("attention") else {k: theirs[key][k] for k in value}
                     assert value == want, (body, side, key)
         assert got["trace"]["steps"] == [

@@ -59,6 +59,11 @@ def test_a_saved_xray_opens_again_without_the_model(page, server, tmp_path):
     assert query["text"] == [SEED] and query["strategy"] == ["sample"] and query["seed"] == ["7"]
     assert page.locator("#text").input_value() == SEED
     assert page.locator("#xr-strategy").input_value() == "sample"
+    # every head's weights are in the file too: picking a head asks nothing
+    assert isinstance(data["heads"], str)
+    page.select_option("#xr-head", "2")
+    page.wait_for_function("() => window.ITTXray.state.trace.heads === true")
+    assert asked == []
     # going on from there is the live model again: the banner goes
     page.locator("#xr-next").click()
     page.go_back()
@@ -84,8 +89,8 @@ def test_the_whole_trace_downloads_as_json(page, server, tmp_path):
 def test_a_file_that_is_not_a_saved_xray_is_refused_and_the_picture_stays(page, server, tmp_path):
     page.goto(f"{server}/?text={quote(SEED)}&max_len=8")
     ready(page)
-    before = shown(page)
     good = json.loads(save(page, tmp_path, "#xr-save").read_text())
+    before = shown(page)  # saving fetched every head's weights into the trace on screen
     cases = {
         "notes.json": "this is not json",
         "other.json": json.dumps({"hello": 1}),

@@ -4,7 +4,7 @@
 import { S, saveFrame } from "./state.js";
 import { barCell, cfg, colour, el, fixed, scaleOf, t } from "./dom.js";
 import { current } from "./frames.js";
-import { attentionMatrix } from "./overlay.js";
+import { attentionMatrix, loadHeads } from "./overlay.js";
 
 const palette = ITT.palette;
 
@@ -48,7 +48,9 @@ async function loadBlock(state) {
   state.asked = asked;
   if (!row.panel.firstChild) row.panel.append(el("p", t("xray.b.loading"), "muted"));
   try {
-    const data = await ITT.api("/api/xray/block", body);
+    // an attention block draws its head's whole matrix: every head's weights come with it
+    const [data] = await Promise.all([ITT.api("/api/xray/block", body),
+      row.type === "attention" ? loadHeads() : null]);
     if (state.asked !== asked || row.panel.hidden) return;
     state.data = data;
     renderBlock(state);

@@ -1,5 +1,6 @@
 /* Decoding the x-ray's packed answers (no page access): POST /api/xray/view, the one download per
-   sentence, and POST /api/xray/logits, asked for when a sampling knob first turns. The layout is
+   sentence, POST /api/xray/heads, asked for when a head is picked or an attention block opens,
+   and POST /api/xray/logits, asked for when a sampling knob first turns. The layout is
    model/explain/xray.py's: a uint32 header length, a JSON header, then typed arrays. */
 
 const TYPES = { int8: Int8Array, uint8: Uint8Array, uint16: Uint16Array, uint32: Uint32Array, float32: Float32Array };
@@ -148,17 +149,97 @@ function attention(array) {
   return nested(codes, shape, 1e5);
 }
 
-/** Per layer of a side, what the page reads of /api/trace's layers: the attention weights, each
-    Add & Norm's three sizes (code / 10³) and the FFN's active share (code / 10⁴). */
-function layers(header, arrays, side) {
+const BITS = new Float64Array(1);
+const BITS_INT = new BigInt64Array(BITS.buffer);
+
+/** A head average as model/explain/xray.py's shown_means sends it: where ``.exact`` is set,
+    sum / (n · 10⁵) moved by its nudge in float64 steps — the very float the page took before
+    as the mean of every head's weights —, elsewhere coarse / 100 (below the weight from which a
+    line is drawn, and never among a row's three largest: nothing shows it). */
+function means(arrays, name, n, shape) {
+  const exact = arrays[`${name}.exact`].data;
+  const { codes } = joinPlanes(arrays[`${name}.sum`]);
+  const nudges = arrays[`${name}.nudge`].data;
+  const coarse = arrays[`${name}.coarse`].data;
+  const count = shape.reduce((a, b) => a * b, 1);
+  const values = new Float64Array(count);
+  let e = 0;
+  let c = 0;
+  for (let i = 0; i < count; i++) {
+    if ((exact[i >> 3] >> (7 - (i & 7))) & 1) {
+      let v = codes[e] / (n * 100000);
+      if (nudges[e] !== 0) {
+        BITS[0] = v;
+        BITS_INT[0] += BigInt(nudges[e]);
+        v = BITS[0];
+      }
+      values[i] = v;
+      e++;
+    } else {
+      values[i] = coarse[c++] / 100;
+    }
+  }
+  return nested(values, shape, 1);
+}
+
+/** The mean of several [query][key] matrices as the page takes it: the sum in order, ÷ n. */
+export function meanOf(matrices) {
+  return matrices[0].map((row, q) => row.map((_, k) => {
+    let s = 0;
+    for (const matrix of matrices) s += matrix[q][k];
+    return s / matrices.length;
+  }));
+}
+
+/** The attention of a view saved before the heads went apart (every head in it), as a view of
+    today reads: every head, their means per layer and the narration's mean over all of them. */
+function oldAttention(arrays) {
+  const all = {
+    encoder: attention(arrays["attention.encoder"]), decoder_self: attention(arrays["attention.decoder_self"]),
+    cross: attention(arrays["attention.cross"]),
+  };
+  const mean = Object.fromEntries(Object.entries(all).map(([kind, layers]) => [kind, layers.map(meanOf)]));
+  return { heads: all, mean, overall: meanOf(all.cross.flat()) };
+}
+
+/** The head averages of a view: [layer][query][key] per kind, and [query][key] over every layer. */
+function attentionMeans(header, arrays) {
+  if (arrays["attention.encoder"]) return oldAttention(arrays);
+  const { heads, overall, shapes } = header.attention_means;
+  const mean = Object.fromEntries(["encoder", "decoder_self", "cross"].map(
+    (kind) => [kind, means(arrays, `attention.${kind}`, heads, shapes[kind])]));
+  return { heads: null, mean, overall: means(arrays, "attention.cross.overall", overall, shapes["cross.overall"]) };
+}
+
+/** /api/xray/heads → every head's weights, set on the trace's layers as /api/trace has them
+    (``self_attention`` and ``cross_attention``: [head][query][key]). */
+export function decodeHeads(buffer, trace) {
+  const { arrays } = unpack(buffer);
+  const self = { encoder: attention(arrays["attention.encoder"]), decoder: attention(arrays["attention.decoder_self"]) };
+  const cross = attention(arrays["attention.cross"]);
+  trace.encoder.forEach((layer, l) => { layer.self_attention = self.encoder[l]; });
+  trace.decoder.forEach((layer, l) => { layer.self_attention = self.decoder[l]; layer.cross_attention = cross[l]; });
+  trace.heads = true;
+}
+
+/** Per layer of a side, what the page reads of /api/trace's layers: the attention weights
+    averaged over the heads (``self_attention_mean``, ``cross_attention_mean``; every head's,
+    ``self_attention`` and ``cross_attention``, null until /api/xray/heads), each Add & Norm's
+    three sizes (code / 10³) and the FFN's active share (code / 10⁴). */
+function layers(header, arrays, side, weights) {
   const norms = nested(arrays[`norms.${side}`].data, arrays[`norms.${side}`].shape, 1e3);
   const ffn = nested(arrays[`ffn.${side}`].data, arrays[`ffn.${side}`].shape, 1e4);
   const names = side === "encoder" ? ["add_norm1", "add_norm2"] : ["add_norm1", "add_norm2", "add_norm3"];
-  const self = attention(arrays[side === "encoder" ? "attention.encoder" : "attention.decoder_self"]);
-  const cross = side === "decoder" ? attention(arrays["attention.cross"]) : null;
-  return self.map((heads, l) => {
-    const layer = { self_attention: heads, ffn: { active_share: ffn[l] } };
-    if (cross) layer.cross_attention = cross[l];
+  const kind = side === "encoder" ? "encoder" : "decoder_self";
+  return weights.mean[kind].map((mean, l) => {
+    const layer = {
+      self_attention: weights.heads ? weights.heads[kind][l] : null, self_attention_mean: mean,
+      ffn: { active_share: ffn[l] },
+    };
+    if (side === "decoder") {
+      layer.cross_attention = weights.heads ? weights.heads.cross[l] : null;
+      layer.cross_attention_mean = weights.mean.cross[l];
+    }
     names.forEach((name, a) => {
       layer[name] = Object.fromEntries(header.norms.map((norm, k) => [norm, norms[l][a][k]]));
     });
@@ -166,16 +247,19 @@ function layers(header, arrays, side) {
   });
 }
 
-/** /api/xray/view → { trace, xr, original }: trace with the fields of /api/trace the page reads,
+/** /api/xray/view → { trace, xr, original }: trace with the fields of /api/trace the page reads
+    (every head's attention only in a view saved before they went apart: trace.heads says),
     xr the strips, the sampling table's rows and the length penalty (logits: null until asked),
     original the unforced translation's steps when a prefix was forced. */
 export function decodeView(buffer) {
   const { header: h, arrays } = unpack(buffer);
+  const weights = attentionMeans(h, arrays);
   const trace = {
     text: h.text, translation: h.translation, finished: h.finished, options: h.options,
     source_tokens: h.source_tokens, target_tokens: h.target_tokens, decoder_input: h.decoder_input,
     steps: h.steps, beam: h.beam, embeddings: { encoder: { sum: h.embedding_head } },
-    encoder: layers(h, arrays, "encoder"), decoder: layers(h, arrays, "decoder"),
+    encoder: layers(h, arrays, "encoder", weights), decoder: layers(h, arrays, "decoder", weights),
+    cross_overall: weights.overall, heads: weights.heads !== null,
   };
   const ids = arrays["sampling.ids"];
   const [steps, rows] = ids.shape;

@@ -21,6 +21,7 @@ import { buildRows, buildTokens, heatLinks, layoutAll } from "./rows.js";
 import { go, pause, play, playSeconds, render, setFocus, stepTime, tick } from "./player.js";
 import { decodeAll, draw, drawCompare, drawSampling } from "./whatif.js";
 import { renderBlock, toggleBlock } from "./blocks.js";
+import { loadHeads } from "./overlay.js";
 import { drawBeam } from "./beamtree.js";
 import { filterDistribution } from "./sampling.js";
 import { fromModel, wireFiles } from "./saved.js";
@@ -37,8 +38,9 @@ async function reload() {
   await show(view, req);
 }
 
-/** Draw a packed view of ``req``: just downloaded, or read from a saved file (saved.js). */
-async function show(view, req) {
+/** Draw a packed view of ``req``: just downloaded, or read from a saved file (saved.js), with
+    every head's attention when the file holds it (``heads``). */
+async function show(view, req, heads = null) {
   document.body.dataset.xray = "loading";
   S.playing = false;
   clearTimeout(S.timer);
@@ -48,6 +50,8 @@ async function show(view, req) {
   S.trace = trace;
   S.xr = xr;
   S.logits = null;
+  S.heads = heads;
+  S.headsAsked = null;
   S.original = original;
   S.focus = null;
   for (const state of S.open.values()) { state.position = null; state.row.panel.hidden = true; }
@@ -63,6 +67,7 @@ async function show(view, req) {
   const head = query.get("head");
   S.head = head === "all" || (head !== null && /^\d+$/.test(head) && Number(head) < cfg.n_heads) ? head : "avg";
   $("xr-head").value = S.head;
+  if (S.head !== "avg") await loadHeads(); // the URL picks a head: its lines need every head's weights
   const frame = Number.parseInt(query.get("frame") || "", 10);
   S.frame = Number.isInteger(frame) ? Math.max(0, Math.min(S.frames.length - 1, frame)) : 0;
   S.drawn = null;
@@ -102,10 +107,17 @@ function wire() {
     render();
   });
   $("xr-speed").addEventListener("change", (event) => { S.speed = Number(event.target.value) || 1; if (S.playing) tick(); });
-  $("xr-head").addEventListener("change", (event) => {
+  $("xr-head").addEventListener("change", async (event) => {
     S.head = event.target.value;
     saveFrame();
     heatLinks();
+    if (S.head !== "avg" && S.trace) {
+      try {
+        await loadHeads();
+      } catch (error) {
+        ITT.showError(error.message);
+      }
+    }
     render();
     if (S.head === "avg" || S.head === "all") return;
     for (const state of S.open.values()) {  // opened attention blocks show the same head

@@ -24,7 +24,7 @@ function encoderText(frame) {
   const where = { layer: frame.layer + 1, layers: tr.encoder.length, tok };
   switch (frame.name) {
     case "self_attention": {
-      const w = headWeights(layer.self_attention)[focusPos];
+      const w = headWeights(layer, "self_attention")[focusPos];
       const k = argmax(w, focusPos);
       return t("xray.n.enc.self_attention", { ...where, h: cfg.n_heads, k: cfg.d_model / cfg.n_heads,
         key: tr.source_tokens[k], w: fixed(w[k], 2) });
@@ -63,19 +63,14 @@ function decoderText(frame) {
   const where = { layer: frame.layer + 1, layers: tr.decoder.length, cur };
   switch (frame.name) {
     case "self_attention": {
-      const w = headWeights(layer.self_attention)[p].slice(0, p + 1);
+      const w = headWeights(layer, "self_attention")[p].slice(0, p + 1);
       const k = argmax(w, -1);
       return t("xray.n.dec.self_attention", { ...where, key: tr.decoder_input[k], w: fixed(w[k], 2) });
     }
     case "cross_attention": {
-      const w = headWeights(layer.cross_attention)[p];
+      const w = headWeights(layer, "cross_attention")[p];
       const k = argmax(w, -1);
-      const avg = tr.source_tokens.map((_, j) => {
-        let s = 0;
-        let c = 0;
-        for (const lay of tr.decoder) for (const head of lay.cross_attention) { s += head[p][j]; c++; }
-        return s / c;
-      });
+      const avg = tr.cross_overall[p]; // every layer's every head, averaged (data.js)
       const ka = argmax(avg, -1);
       return t("xray.n.dec.cross_attention", { ...where, src: tr.source_tokens[k], w: fixed(w[k], 2),
         src_avg: tr.source_tokens[ka], w_avg: fixed(avg[ka], 2) });

@@ -2,6 +2,7 @@
    not computed yet, the output bars, the token rows and the translation so far. */
 
 import { S } from "./state.js";
+import { decodeHeads } from "./data.js";
 import { el, fixed, svg, t } from "./dom.js";
 import { memoryReady, rowState } from "./frames.js";
 import { figHeight, lanes, laneCount, MEMORY_H, rowTitle, STRIP_H, TOP_BARS } from "./rows.js";
@@ -9,21 +10,49 @@ import { figHeight, lanes, laneCount, MEMORY_H, rowTitle, STRIP_H, TOP_BARS } fr
 const COLOURS = { encoder: "#0072b2", decoder_self: "#d55e00", cross: "#009e73" };
 const HEAD_COLOURS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7f7f00", "#000000"];
 
-/** matrix: [head][query][key] → [query][key] for the chosen head or the average of all. */
-export function headWeights(matrix) {
-  if (S.head !== "avg" && S.head !== "all") return matrix[Number(S.head)];
-  const H = matrix.length;
-  return matrix[0].map((row, q) => row.map((_, k) => {
-    let s = 0;
-    for (let h = 0; h < H; h++) s += matrix[h][q][k];
-    return s / H;
-  }));
+/** A layer's ``name`` attention ("self_attention" or "cross_attention") → [query][key] for the
+    chosen head, or the average of all (sent with the view; every head's come when one is
+    picked: main.js needHeads). */
+export function headWeights(layer, name) {
+  if (S.head !== "avg" && S.head !== "all" && layer[name]) return layer[name][Number(S.head)];
+  return layer[`${name}_mean`];
 }
 
-/** The trace's [head][query][key] weights for an attention row. */
+function layerOf(row) {
+  return row.side === "encoder" ? S.trace.encoder[row.layer] : S.trace.decoder[row.layer];
+}
+
+const nameOf = (row) => (row.kind === "cross" ? "cross_attention" : "self_attention");
+
+/** Every head's attention on S.trace (one /api/xray/heads request per trace, or the saved
+    file's own); resolves once they are there. The view carries only their average. */
+export function loadHeads() {
+  if (S.trace.heads) return Promise.resolve();
+  if (!S.headsAsked) {
+    const trace = S.trace;
+    const asked = S.heads ? Promise.resolve(S.heads) : ITT.api("/api/xray/heads", S.req);
+    S.headsAsked = asked.then((buffer) => {
+      if (S.trace !== trace) return;
+      decodeHeads(buffer, trace);
+      S.heads = buffer;
+    }).finally(() => { if (S.trace === trace) S.headsAsked = null; });
+  }
+  return S.headsAsked;
+}
+
+/** Whether what is on screen needs every head: one picked, all of them, an attention block open. */
+export function needsHeads() {
+  return S.head !== "avg" || [...S.open.values()].some((state) => state.row.type === "attention");
+}
+
+/** The trace's [head][query][key] weights for an attention row (null until every head's came). */
 export function attentionMatrix(row) {
-  const layer = row.side === "encoder" ? S.trace.encoder[row.layer] : S.trace.decoder[row.layer];
-  return row.kind === "cross" ? layer.cross_attention : layer.self_attention;
+  return layerOf(row)[nameOf(row)];
+}
+
+/** The [query][key] weights an attention row's lines draw: the chosen head's or the average. */
+function rowWeights(row) {
+  return headWeights(layerOf(row), nameOf(row));
 }
 
 /** Redraw a row's overlay for this frame (nothing when what it shows has not changed): lines and
@@ -35,7 +64,7 @@ export function drawOverlay(row, frame) {
   // an English token in focus also picks out the cross-attention lines that reach it
   const keyFocus = row.kind === "cross" && S.focus && S.focus.side === "encoder" ? S.focus.pos : null;
   const output = row.type === "output" ? `${frame.t}|${frame.name}` : "";
-  const signature = `${state.lanes}|${state.fresh}|${state.active}|${memory}|${output}|${S.head}|${focus}|${keyFocus}|${row.width}`;
+  const signature = `${state.lanes}|${state.fresh}|${state.active}|${memory}|${output}|${S.head}|${S.trace.heads}|${focus}|${keyFocus}|${row.width}`;
   if (row.signature === signature) return;
   row.signature = signature;
   const group = [];
@@ -91,9 +120,10 @@ function attentionLines(row, state, newest, focus, keyFocus = null) {
   const out = [];
   if (state.lanes === 0) return out;
   const matrix = attentionMatrix(row);
-  const layers = S.head === "all"
+  const layers = S.head === "all" && matrix
     ? matrix.map((weights, h) => ({ weights, colour: HEAD_COLOURS[h % HEAD_COLOURS.length], h, scale: 0.8 }))
-    : [{ weights: headWeights(matrix), colour: COLOURS[row.kind], h: S.head, scale: 1 }];
+    // until every head's weights are here (one request), the average, and labelled so
+    : [{ weights: rowWeights(row), colour: COLOURS[row.kind], h: matrix ? S.head : "avg", scale: 1 }];
   const queries = laneCount(row.side);
   const keys = row.kind === "cross" ? S.trace.source_tokens.length : queries;
   const q = lanes(row.width, queries);
@@ -137,7 +167,7 @@ function describeAttention(row, state, newest, focus) {
   const [name] = rowTitle(row);
   let text = `${name}, ${t("word.layer", { n: row.layer + 1 })}`;
   if (query !== null && query >= 0 && query < state.lanes) {
-    const weights = headWeights(attentionMatrix(row))[query];
+    const weights = rowWeights(row)[query];
     const keys = row.kind === "cross" ? S.trace.source_tokens : (row.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input);
     const queryToken = row.side === "encoder" ? S.trace.source_tokens[query] : S.trace.decoder_input[query];
     const best = weights.map((w, k) => [w, k]).sort((a, b) => b[0] - a[0]).slice(0, 3);

@@ -1,14 +1,17 @@
 /* Keeping what you see: the x-ray as a file that opens again here without the model running, the
    whole trace as JSON for a notebook, and opening a saved file (picker or drag-and-drop).
 
-   A saved x-ray is JSON: the request, the model line and the packed /api/xray/view answer exactly
-   as it came (base64), so the reopened picture is drawn from the very bytes the model produced.
+   A saved x-ray is JSON: the request, the model line and the packed /api/xray/view and
+   /api/xray/heads answers exactly as they came (base64), so the reopened picture is drawn from the
+   very bytes the model produced, any head included. (Files saved before the heads went apart
+   carry them inside the view and have no "heads".)
    Opening a block, turning a sampling knob or forcing a character afterwards asks the running
    model; the banner says so, and says when the running model is not the one that made the file. */
 
 import { S } from "./state.js";
 import { $, t } from "./dom.js";
-import { decodeView } from "./data.js";
+import { decodeHeads, decodeView } from "./data.js";
+import { loadHeads } from "./overlay.js";
 
 export const FORMAT = "inside-the-transformer/xray-view";
 const VERSION = 1;
@@ -52,12 +55,16 @@ function download(name, text) {
   setTimeout(() => URL.revokeObjectURL(url), 0);
 }
 
-/** The x-ray on screen as a file that opens again on this page. */
-export function saveView() {
+/** The x-ray on screen as a file that opens again on this page (every head's attention in it,
+    asked for first when it has not come yet). */
+export async function saveView() {
   if (!S.view) return;
+  const view = S.view;
+  await loadHeads();
+  if (S.view !== view) return;
   download(fileName("xray"), JSON.stringify({
     format: FORMAT, version: VERSION, saved: new Date().toISOString(), model: modelLine(),
-    request: S.req, view: base64(S.view),
+    request: S.req, view: base64(S.view), ...(S.heads ? { heads: base64(S.heads) } : {}),
   }));
 }
 
@@ -103,13 +110,16 @@ export function readSaved(text) {
     throw new Error(t("xray.file.not_xray"));
   }
   if (data.version !== VERSION) throw new Error(t("xray.file.version", { v: String(data.version) }));
+  if (data.heads !== undefined && typeof data.heads !== "string") throw new Error(t("xray.file.not_xray"));
   let buffer;
+  let heads = null;
   try {
     buffer = unbase64(data.view);
+    if (data.heads) heads = unbase64(data.heads);
   } catch {
     throw new Error(t("xray.file.not_xray"));
   }
-  return { request: data.request, buffer, saved: String(data.saved || ""), model: String(data.model || "") };
+  return { request: data.request, buffer, heads, saved: String(data.saved || ""), model: String(data.model || "") };
 }
 
 /** Wire the buttons, the file picker and dropping a file on the page; ``show(buffer, request)``
@@ -122,14 +132,15 @@ export function wireFiles(show) {
     try {
       if (file.size > MAX_FILE_BYTES) throw new Error(t("xray.file.too_big", { mb: MAX_FILE_BYTES >> 20 }));
       const saved = readSaved(await file.text());
-      try {
-        decodeView(saved.buffer); // a damaged view fails here, before anything on screen changes
+      try { // a damaged view fails here, before anything on screen changes
+        const { trace } = decodeView(saved.buffer);
+        if (saved.heads) decodeHeads(saved.heads, trace);
       } catch {
         throw new Error(t("xray.file.not_xray"));
       }
       ITT.setURL(queryOf(saved.request), true);
       showRequest(saved.request);
-      await show(saved.buffer, saved.request);
+      await show(saved.buffer, saved.request, saved.heads);
       const same = !saved.model || saved.model === modelLine();
       status.textContent = t("xray.file.opened", { name: file.name, saved: saved.saved.slice(0, 16).replace("T", " ") })
         + (same ? "" : ` ${t("xray.file.other_model", { model: saved.model })}`);
@@ -140,7 +151,7 @@ export function wireFiles(show) {
     }
   }
 
-  $("xr-save").addEventListener("click", saveView);
+  $("xr-save").addEventListener("click", () => saveView().catch((error) => ITT.showError(error.message)));
   $("xr-save-trace").addEventListener("click", () => saveTrace().catch((error) => ITT.showError(error.message)));
   $("xr-open").addEventListener("change", (event) => {
     const [file] = event.target.files;

@@ -9,6 +9,9 @@ export const S = {
   xr: null, // the rest of it: strips per stage, the sampling table's rows per step, length
   //           penalty; xr.logits and xr.vocab stay null until a knob turns (/api/xray/logits)
   logits: null, // the pending /api/xray/logits request for this trace, once asked
+  heads: null, // every head's attention (a packed /api/xray/heads answer, an ArrayBuffer), once
+  //              asked (a head picked, an attention block opened) or read from a saved file
+  headsAsked: null, // the pending /api/xray/heads request for this trace, once asked
   original: null, // when a prefix is forced, the unforced translation's steps (for the comparison)
   detail: "blocks", // the timeline: "blocks" (every sub-step) or "steps" (one frame per time step)
   frames: [], // the timeline: one entry per frame, built by frames.js
