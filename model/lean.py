@@ -201,9 +201,9 @@ class LeanDecoder:
             _enter(weights.layer)
             norm1, norm2, norm3 = weights.norms
             qkv = weights.qkv(y).view(batch, 3, heads, d_head)
-            kv[:, :, :, position] = qkv[:, 1:].transpose(0, 1)  # K and V: (2, B, H, d_head)
-            keys, values = kv[:, :, :, :end].unbind(0)
-            attended = F.scaled_dot_product_attention(qkv[:, 0, :, None], keys, values)
+            kv.select(3, position).copy_(qkv[:, 1:].transpose(0, 1))  # K and V: (2, B, H, d_head)
+            keys, values = kv.narrow(3, 0, end).unbind(0)
+            attended = F.scaled_dot_product_attention(qkv.select(1, 0).unsqueeze(2), keys, values)
             y = _layer_norm(y + weights.out(attended.view(batch, d_model)), norm1)
             crossed = F.scaled_dot_product_attention(
                 weights.cross_q(y).view(batch, heads, 1, d_head), cross_keys, cross_values,
