@@ -753,8 +753,10 @@ _CONTAINER_BYTES = 64
 
 def trace_bytes(trace: Trace) -> int:
     """An estimate of the memory one trace holds (nested lists of floats, and the tensors of its
-    recorded pass), without walking every number."""
-    return sum(_approx_bytes(value) for value in vars(trace).values())
+    recorded pass), without walking every number. The lists a page builds from the recorded pass
+    on first read (``Trace.lists``) count from the start, as if built: they stay with the trace."""
+    held = sum(_approx_bytes(value) for name, value in vars(trace).items() if name != "lists")
+    return held + _ITEM_BYTES * trace.list_items()
 
 
 def _approx_bytes(value) -> int:

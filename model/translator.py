@@ -37,7 +37,6 @@ from model.explain.trace import (
     Trace,
     _round,
     entropy_per_row,
-    pca_2d,
 )
 from model.lean import LeanDecoder
 from model.tokenizer import MAX_SOURCE_TOKENS, ChineseTokenizer, EnglishTokenizer
@@ -268,7 +267,6 @@ class Translator:
         decoder_input = self.target_tokens(decoder_ids)
         steps = self._steps(logits, labels, options, len(forced))
         recorded = RecordedPass(encoder_record, decoder_record)
-        states = [recorded.embedding("encoder"), *recorded.layer_outputs("encoder")]
         beam = [
             BeamNodeInfo(
                 id=i, step=node.step, token=self.chinese.id_to_token(node.token_id),
@@ -287,15 +285,7 @@ class Translator:
             decoder_input=decoder_input,
             translation=self.chinese.decode(output),
             finished=result.finished,
-            embeddings={side: recorded.embedding_data(side) for side in ("encoder", "decoder")},
-            encoder=recorded.layer_statistics("encoder"),
-            decoder=recorded.layer_statistics("decoder"),
             steps=steps,
-            projection={
-                "tokens": source_tokens,
-                "labels": ["input"] + [f"layer {i + 1}" for i in range(len(states) - 1)],
-                "points": pca_2d(states),
-            },
             beam=beam,
             model_ms=round(model_ms, 2),
             recorded=recorded,

@@ -10,7 +10,7 @@ this against the KV-cached step-by-step decoder).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -74,23 +74,64 @@ class Trace:
     decoder_input: list[str]  # <bos> followed by the translation: the decoder's T positions
     translation: str
     finished: bool
-    embeddings: dict  # {"encoder"|"decoder": {"token", "position", "sum": [pos][d]}}
-    encoder: list[dict]  # per layer: self_attention [head][S][S], add_norm1/2, ffn
-    decoder: list[dict]  # per layer: self_attention [head][T][T], cross_attention [head][T][S]...
     steps: list[Step]
-    projection: dict  # 2-D PCA of the source token vectors at the input and after each layer
     beam: list[BeamNodeInfo] = field(default_factory=list)
     model_ms: float = 0.0
-    # the recorded pass every number above was read from (tensors: model/explain/record.py answers
+    # the recorded pass every number was read from (tensors: model/explain/record.py answers
     # questions about it), and what the pages derived from it since (``Engine.derived``)
     recorded: RecordedPass | None = field(default=None, repr=False)
     derived: dict = field(default_factory=dict, repr=False)
+    # the lists below, each built from ``recorded`` the first time it is read (a copy made by
+    # ``dataclasses.replace`` shares them): a page that reads none of them, the x-ray's, never
+    # pays for rounding every attention weight into a list
+    lists: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def embeddings(self) -> dict:
+        """{"encoder"|"decoder": {"token", "position", "sum": [pos][d]}}."""
+        return self._list("embeddings")
+
+    @property
+    def encoder(self) -> list[dict]:
+        """Per layer: self_attention [head][S][S], add_norm1/2, ffn."""
+        return self._list("encoder")
+
+    @property
+    def decoder(self) -> list[dict]:
+        """Per layer: self_attention [head][T][T], cross_attention [head][T][S], add_norm1/2/3, ffn."""
+        return self._list("decoder")
+
+    @property
+    def projection(self) -> dict:
+        """2-D PCA of the source token vectors at the input and after each layer."""
+        return self._list("projection")
+
+    def list_items(self) -> int:
+        """About how many numbers the lists hold once built: every attention weight, three
+        vectors per position of each side's embeddings, and ~60 numbers per position of every
+        Add & Norm and FFN (their statistics and samples)."""
+        recorded = self.recorded
+        items = 0
+        for side, sublayers in (("encoder", ("self_attention",)),
+                                ("decoder", ("self_attention", "cross_attention"))):
+            positions, width = recorded.embedding(side).shape
+            items += 3 * positions * width + 60 * positions * 4 * recorded.n_layers(side)
+            for sublayer in sublayers:
+                items += sum(r["weights"].numel() for r in recorded.records(side, f"attention:{sublayer}"))
+        return items
+
+    def _list(self, name: str):
+        value = self.lists.get(name)
+        if value is None:  # two threads may both build it: the same numbers either way
+            value = self.lists[name] = _LISTS[name](self)
+        return value
 
     def to_dict(self) -> dict:
         """JSON-ready data. The big nested lists are shared, not copied (``asdict`` would deep-copy
         every float of every attention matrix, which costs more than running the model)."""
-        data = {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in ("recorded", "derived")}
+        data = {}
+        for name in _FIELDS_IN_ORDER:  # the order /api/trace has always had
+            data[name] = getattr(self, name)
         data["steps"] = asdict_list(self.steps)
         data["beam"] = asdict_list(self.beam)
         return data
@@ -151,6 +192,20 @@ def add_norm_stats(records: list[dict]) -> list[dict]:
         }
         for r in range(len(records))
     ]
+
+
+def add_norm_sizes(records: list[dict], names: tuple[str, ...]) -> np.ndarray:
+    """The sizes ``add_norm_stats`` gives as ``<name>_norm`` (3 decimals, the same bits: rows are
+    reduced one by one), [name][record][position], for only the vectors ``names`` asks for."""
+    vectors = torch.stack([record[name][0] for name in names for record in records])
+    vectors = vectors.unflatten(0, (len(names), len(records)))
+    return np.round(vectors.norm(dim=-1).double().numpy(), 3)
+
+
+def active_shares(records: list[dict]) -> np.ndarray:
+    """``ffn_stats``' active_share (4 decimals), [record][position]."""
+    hidden = torch.stack([record["hidden"][0] for record in records])
+    return np.round((hidden > 0).float().mean(dim=-1).double().numpy(), 4)
 
 
 def ffn_stats(records: list[dict], output_records: list[dict]) -> list[dict]:
@@ -214,3 +269,23 @@ def entropy_per_row(probs: Tensor) -> list[float]:
 
 def asdict_list(items) -> list[dict]:
     return [asdict(item) for item in items]
+
+
+def _projection(trace: Trace) -> dict:
+    recorded = trace.recorded
+    states = [recorded.embedding("encoder"), *recorded.layer_outputs("encoder")]
+    return {"tokens": trace.source_tokens,
+            "labels": ["input"] + [f"layer {i + 1}" for i in range(len(states) - 1)],
+            "points": pca_2d(states)}
+
+
+_FIELDS_IN_ORDER = ("text", "options", "source_tokens", "source_ids", "target_tokens", "target_ids",
+                    "decoder_input", "translation", "finished", "embeddings", "encoder", "decoder",
+                    "steps", "projection", "beam", "model_ms")
+_LISTS = {
+    "embeddings": lambda trace: {side: trace.recorded.embedding_data(side)
+                                 for side in ("encoder", "decoder")},
+    "encoder": lambda trace: trace.recorded.layer_statistics("encoder"),
+    "decoder": lambda trace: trace.recorded.layer_statistics("decoder"),
+    "projection": _projection,
+}

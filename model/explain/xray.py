@@ -49,7 +49,7 @@ import orjson
 import torch
 
 from model.explain.record import ADD_NORM_NAMES, SUBLAYERS, RecordedPass
-from model.explain.trace import Trace, asdict_list, head_codes
+from model.explain.trace import Trace, active_shares, add_norm_sizes, asdict_list, head_codes
 
 BLOCK_DIGITS = 4
 PREVIEW = 32  # weight matrices are shown as PREVIEW × PREVIEW block means (honestly labelled)
@@ -338,14 +338,13 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
             coding[side], coded = _code_norms(codes, scales, [name for name, _, _ in named],
                                               norms[side])
             arrays.update({f"strips.{side}{suffix}": array for suffix, array in coded.items()})
-        layers = trace.encoder if side == "encoder" else trace.decoder
-        add_norms = [ADD_NORM_NAMES[side][sublayer] for sublayer in SUBLAYERS[side]]
+        # the trace's numbers, read from its recorded pass (its lists are not built for this):
         # (layers, Add & Norms, NORMS, positions) and (layers, positions)
-        arrays[f"norms.{side}"] = _fixed(
-            [[[layer[name][norm] for norm in NORMS] for name in add_norms] for layer in layers],
-            3, np.uint32)
-        arrays[f"ffn.{side}"] = _fixed([layer["ffn"]["active_share"] for layer in layers], 4,
-                                       np.uint16)
+        records = [r for sub in SUBLAYERS[side] for r in recorded.records(side, f"add_norm:{sub}")]
+        sizes = add_norm_sizes(records, tuple(norm.removesuffix("_norm") for norm in NORMS))
+        sizes = sizes.reshape(len(NORMS), len(SUBLAYERS[side]), recorded.n_layers(side), -1)
+        arrays[f"norms.{side}"] = _fixed(sizes.transpose(2, 1, 0, 3), 3, np.uint32)
+        arrays[f"ffn.{side}"] = _fixed(active_shares(recorded.records(side, "ffn")), 4, np.uint16)
     attention = _attention_codes(recorded)
     cross = attention["cross"]
     # how many weights each mean is of, and its shape: a layer's heads, [layer][query][key];
@@ -371,7 +370,7 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
         "length_penalty": trace.options.get("length_penalty", 0.6),
         "steps": steps, "beam": asdict_list(trace.beam), "original": original,
         # the narration quotes the first three numbers of a source token's embedding
-        "embedding_head": [row[:3] for row in trace.embeddings["encoder"]["sum"]],
+        "embedding_head": np.round(recorded.embedding("encoder")[:, :3].double().numpy(), 4).tolist(),
         "norms": list(NORMS), "stages": stages, "sampling": sampling,
         "vocab_size": len(vocabulary),
     }
