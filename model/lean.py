@@ -247,7 +247,8 @@ class LeanDecoder:
         """Keep only the hypotheses at ``indices`` (beam search): rows may repeat or vanish.
 
         The kept rows' filled positions are gathered into the spare buffer, which then becomes the
-        cache (the old one the spare): two buffers for a whole search, none allocated per step.
+        cache (the old one the spare): two buffers for a whole search, none allocated per step. So a
+        view of ``kv`` or ``caches`` taken before the previous reorder is overwritten by this one.
         """
         rows = len(indices)
         spare = self._spare
