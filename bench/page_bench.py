@@ -48,7 +48,8 @@ window.fetch = (...args) => {
 
 
 XRAY_DRAWN = """() => {
-    const at = document.body && document.body.dataset.xrayDrawnMs;
+    if (!document.body) return false;  // "commit": the body may not be parsed yet
+    const at = document.body.dataset.xrayDrawnMs;
     const busy = document.body.classList.contains('busy') || window.__pending > 0;
     return at && document.body.dataset.xray === 'ready' && !busy ? Number(at) : false;
 }"""
