@@ -102,3 +102,28 @@ def test_vary_numbers_can_give_several_copies_of_any_length():
     assert len(lengths) >= 3 and 4 in lengths  # the old length half the time, others too
     (default,) = vary_numbers(pairs, seed=5)  # the default: one copy, the same length
     assert len(re.findall(r"\d+", default.english)[0]) == 4
+
+
+def test_an_opt_in_source_moves_no_held_out_split():
+    """The Bible (or the dictionary) shares English with the new domains now and then ("Jesus
+    wept."); reading it must not redraw their test and dev sentences, or a run with it would be
+    scored on other sentences, some of which a run without it trained on."""
+    from model.training.data import split_pairs
+
+    def pairs(source, count, shared=()):
+        own = [Pair(f"{source} sentence number {i}.", f"{source}{i}", source) for i in range(count)]
+        return own + [Pair(english, "共享", source) for english in shared]
+
+    shared = [f"tatoeba_extra sentence number {i}." for i in range(0, 40, 3)]
+    base = {"tatoeba": pairs("tatoeba", 60), "hsk": pairs("hsk", 30),
+            "tatoeba_extra": pairs("tatoeba_extra", 40), "un": pairs("un", 40)}
+    without = split_pairs(base, n_test=5, n_dev=5, n_test_hsk=5)
+    with_bible = split_pairs(base | {"bible": pairs("bible", 20, shared)}, n_test=5, n_dev=5,
+                             n_test_hsk=5)
+    assert with_bible.domain_test == without.domain_test
+    assert with_bible.domain_dev == without.domain_dev
+    assert (with_bible.test, with_bible.dev, with_bible.test_hsk) == (without.test, without.dev,
+                                                                      without.test_hsk)
+    held_out = {p.english for split in [*without.domain_test.values(), *without.domain_dev.values()]
+                for p in split}
+    assert not held_out & {p.english for p in with_bible.train}  # nor trains on them
