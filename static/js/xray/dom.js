@@ -19,6 +19,8 @@ export function svg(tag, attrs, text) {
 
 /** Diverging colour for value v on a ±m scale: the palette's (blue negative, red positive). */
 export const colour = ITT.palette.diverging;
+/** The same colour written into ImageData bytes at ``px`` (for canvases that paint thousands). */
+export const colourInto = ITT.palette.divergingInto;
 
 /** ±m for a row of strips: the median token's 98th percentile of |v| (outlier tokens saturate). */
 export const scaleOf = ITT.palette.robustScale;

@@ -5,7 +5,7 @@
    signature (what its overlay last drew). */
 
 import { S } from "./state.js";
-import { $, cfg, el, fixed, scaleOf, colour, SIZES, svg, t } from "./dom.js";
+import { $, cfg, el, fixed, scaleOf, colourInto, SIZES, svg, t } from "./dom.js";
 import { current, memoryReady, rowState } from "./frames.js";
 
 export const STRIP_H = 14;
@@ -228,9 +228,8 @@ function drawStrips(ctx, vectors, n, y, height, width, m) {
   for (let i = 0; i < n; i++) {
     const vector = vectors[i];
     for (let j = 0; j < d; j++) {
-      const [r, g, b] = colour(vector[j], m);
       const px = ((j % rowsPerStrip) * cols * n + i * cols + Math.floor(j / rowsPerStrip)) * 4;
-      image.data[px] = r; image.data[px + 1] = g; image.data[px + 2] = b; image.data[px + 3] = 255;
+      colourInto(image.data, px, vector[j], m);
     }
   }
   const off = document.createElement("canvas");
