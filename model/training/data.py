@@ -237,6 +237,30 @@ def split_pairs(
     )
 
 
+# the everyday sources: what a learner types is most like them
+EVERYDAY = ("tatoeba", "tatoeba_extra", "hsk")
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+
+
+def rare_word_pairs(pairs: list[Pair], max_pairs: int, copies: int = 1,
+                    sources: tuple[str, ...] = EVERYDAY) -> list[Pair]:
+    """``copies`` more copies of each pair of ``sources`` whose English has a word that at most
+    ``max_pairs`` distinct pairs of those sources contain: the long tail of everyday words
+    ("programming" is in 7 of ~60,000, "code" in 9) seen more often, since a word met a handful
+    of times in an epoch is barely learnt. Counted over distinct pairs, so upsampling a source
+    does not make its words common; every occurrence of a rare pair gets its copies."""
+    def words(pair: Pair) -> set[str]:
+        return set(_WORD.findall(pair.english.lower()))
+
+    counts: dict[str, int] = {}
+    for pair in {p for p in pairs if p.source in sources}:
+        for word in words(pair):
+            counts[word] = counts.get(word, 0) + 1
+    return [pair for pair in pairs
+            if pair.source in sources and any(counts[w] <= max_pairs for w in words(pair))
+            for _ in range(copies)]
+
+
 # a whole number: not part of a longer one or of a decimal (1.5, 3,000), but it may end a sentence
 _NUMBER = re.compile(r"(?<![\d.,])(?<!\d[.,])\d+(?!\d|[.,]\d)")
 

@@ -28,6 +28,7 @@ from model.training.data import (
     CEDICT_FILE,
     concatenate_pairs,
     load_pairs,
+    rare_word_pairs,
     read_names,
     split_pairs,
     vary_names,
@@ -238,6 +239,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="only Tatoeba and HSK (the first model's data), no wider domains")
     parser.add_argument("--upsample", default="", metavar="SOURCE=N,...",
                         help="repeat a source's training pairs N times, e.g. tatoeba=2,hsk=2")
+    parser.add_argument("--rare-words", default="", metavar="N[:COPIES]",
+                        help="COPIES (default 1) more copies of each everyday pair (Tatoeba, HSK) "
+                        "whose English has a word found in at most N such pairs")
     parser.add_argument("--vary-numbers", action="store_true",
                         help="add a copy of each pair with numbers, its numbers changed")
     parser.add_argument("--number-copies", type=int, default=1, metavar="N",
@@ -293,6 +297,12 @@ def main(argv: list[str] | None = None) -> None:
     for item in filter(None, args.upsample.split(",")):
         source, times = item.split("=")
         train_pairs = train_pairs + [p for p in train_pairs if p.source == source] * (int(times) - 1)
+    if args.rare_words:
+        max_pairs, _, copies = args.rare_words.partition(":")
+        rare = rare_word_pairs(train_pairs, int(max_pairs), int(copies or 1))
+        print(f"rare words: {len(rare)} more copies of pairs with a word in <= {max_pairs} pairs",
+              flush=True)
+        train_pairs = train_pairs + rare
     if args.vary_names:
         names = read_names(args.data / CEDICT_FILE, wide=args.names_wide)
         train_pairs = train_pairs + vary_names(train_pairs, names, args.vary_names, args.seed,

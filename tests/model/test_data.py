@@ -127,3 +127,23 @@ def test_an_opt_in_source_moves_no_held_out_split():
     held_out = {p.english for split in [*without.domain_test.values(), *without.domain_dev.values()]
                 for p in split}
     assert not held_out & {p.english for p in with_bible.train}  # nor trains on them
+
+
+def test_rare_word_pairs_copy_the_everyday_pairs_with_a_rare_word():
+    from model.training.data import rare_word_pairs
+
+    common = [Pair(f"I like tea with {w}.", "我喜欢茶。", "tatoeba") for w in ("milk", "sugar", "lemon")]
+    rare = Pair("She loves programming.", "她热爱编程。", "tatoeba_extra")
+    news = Pair("Programming is news.", "编程是新闻。", "ntrex")  # not an everyday source
+    pairs = common + [rare, rare, news]  # the rare pair upsampled twice
+    # "programming" is in one distinct everyday pair (the duplicate and the news pair don't
+    # count), and so are "milk", "sugar", "lemon"; "i", "like", "tea", "with" are in three
+    extra = rare_word_pairs(pairs, max_pairs=1, copies=2)
+    assert extra.count(rare) == 4  # two copies per occurrence
+    assert news not in extra
+    assert len(extra) == 4 + 2 * 3
+    assert rare_word_pairs(pairs, max_pairs=0) == []
+    # two distinct pairs with the same words: each word is in 2 pairs, none is rare at 1
+    no_tail = [Pair("I like tea.", "我喜欢茶。", "hsk"), Pair("Tea? I like tea.", "茶？我喜欢。", "hsk"),
+               news]
+    assert rare_word_pairs(no_tail, max_pairs=1) == []
