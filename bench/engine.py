@@ -42,7 +42,7 @@ import model.translator
 from bench.common import machine, percentiles, sentences
 from model.adapters import ct2
 from model.decoding import DecodingOptions, generate
-from model.transformer import BOS_ID
+from model.transformer import BOS_ID, PAD_ID
 from model.translator import DEFAULT_CHECKPOINT, Translator
 
 
@@ -53,7 +53,8 @@ def ct2_decode(engine, translator: Translator, text: str, options: DecodingOptio
     result = engine.translate_batch(
         [translator.source_tokens(translator.source_ids(text))], beam_size=beam,
         max_decoding_length=options.max_len, length_penalty=options.length_penalty if beam > 1 else 0,
-    )  # <pad> and <bos> can never win: the converted model's bias (ct2.NEVER_LOGIT)
+        suppress_sequences=[[chinese.id_to_token(PAD_ID)], [chinese.id_to_token(BOS_ID)]],
+    )
     return [chinese.index[token] for token in result[0].hypotheses[0]]
 
 
