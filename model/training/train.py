@@ -211,6 +211,14 @@ class GracefulStop:
         self.requested = True
 
 
+def _rare_words(value: str) -> str:
+    """--rare-words' N or N:COPIES, whole numbers with COPIES ≥ 1 (argparse says so otherwise)."""
+    max_pairs, _, copies = value.partition(":")
+    if value and not max_pairs.isdigit() or not (copies or "1").isdigit() or int(copies or 1) < 1:
+        raise argparse.ArgumentTypeError(f"want N or N:COPIES (whole numbers, COPIES >= 1), not {value!r}")
+    return value
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="folder with the data files")
@@ -239,7 +247,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="only Tatoeba and HSK (the first model's data), no wider domains")
     parser.add_argument("--upsample", default="", metavar="SOURCE=N,...",
                         help="repeat a source's training pairs N times, e.g. tatoeba=2,hsk=2")
-    parser.add_argument("--rare-words", default="", metavar="N[:COPIES]",
+    parser.add_argument("--rare-words", default="", metavar="N[:COPIES]", type=_rare_words,
                         help="COPIES (default 1) more copies of each everyday pair (Tatoeba, HSK) "
                         "whose English has a word found in at most N such pairs")
     parser.add_argument("--vary-numbers", action="store_true",
