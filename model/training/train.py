@@ -279,6 +279,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--test-size", type=int, default=1000, help="held-out test sentences")
     parser.add_argument("--dev-size", type=int, default=500, help="held-out dev sentences")
     parser.add_argument("--limit", type=int, default=0, help="use only N training pairs (smoke)")
+    parser.add_argument("--save-every", type=int, default=500, metavar="STEPS",
+                        help="also write the resumable state every STEPS steps inside an epoch "
+                        "(a run killed mid-epoch resumes at its last save; 0: only after epochs)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     if args.concat < 0 or args.unlikelihood < 0 or args.vary_names < 0:
@@ -374,7 +377,7 @@ def main(argv: list[str] | None = None) -> None:
         "steps": [],
         "epochs": [],
     }
-    start_epoch, step = 1, 0
+    start_epoch, step, earlier, within = 1, 0, 0.0, None
     state_path = args.work / "state.pt"
     if state_path.exists():
         state = torch.load(state_path, weights_only=False)
@@ -384,7 +387,11 @@ def main(argv: list[str] | None = None) -> None:
         history, step, start_epoch = state["history"], state["step"], state["epoch"] + 1
         rng.setstate(state["rng"])
         torch.set_rng_state(state["torch_rng"])
-        print(f"resumed after epoch {state['epoch']} (step {step})", flush=True)
+        within = state.get("within")  # saved part-way through epoch start_epoch
+        earlier = state.get("minutes", history["epochs"][-1]["minutes"] if history["epochs"] else 0.0)
+        where = (f"{within['batches']} batches into epoch {start_epoch}" if within
+                 else f"after epoch {state['epoch']}")
+        print(f"resumed {where} (step {step})", flush=True)
     english.save(args.work / "tokenizer_en.json")
     chinese.save(args.work / "vocab_zh.json")
 
@@ -396,13 +403,28 @@ def main(argv: list[str] | None = None) -> None:
     dev_src = [p.english for p in dev_pairs]
     dev_ref = [p.chinese for p in dev_pairs]
     # minutes already spent before a resume, so the curve's time axis stays cumulative
-    earlier = history["epochs"][-1]["minutes"] if history["epochs"] else 0.0
     started = time.time() - earlier * 60
+
+    def save_state(epoch_done: int, part: dict | None) -> None:
+        torch.save(
+            {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+             "schedule": schedule.state_dict(), "history": history, "step": step,
+             "epoch": epoch_done, "rng": rng.getstate(), "torch_rng": torch.get_rng_state(),
+             "minutes": round((time.time() - started) / 60, 2), "within": part},
+            state_path.with_suffix(".tmp"),
+        )
+        state_path.with_suffix(".tmp").replace(state_path)
+
     for epoch in range(start_epoch, args.epochs + 1):
         model.train()
+        if within:  # the same shuffle as before the stop, without the batches already trained on
+            rng.setstate(within["rng"])
+        epoch_rng = rng.getstate()
         batches = make_batches(examples, args.batch_tokens, rng)
-        progress = _progress(batches, epoch, args)
-        epoch_loss, epoch_tokens = 0.0, 0
+        done = within["batches"] if within else 0
+        epoch_loss, epoch_tokens = (within["loss"], within["tokens"]) if within else (0.0, 0)
+        within = None
+        progress = _progress(batches[done:], epoch, args)
         for batch in progress:
             if stop.requested:
                 break
@@ -431,6 +453,10 @@ def main(argv: list[str] | None = None) -> None:
                 )
             if hasattr(progress, "set_postfix"):
                 progress.set_postfix(loss=f"{float(loss):.3f}", lr=f"{lr:.2e}")
+            done += 1
+            if args.save_every and step % args.save_every == 0 and done < len(batches):
+                save_state(epoch - 1, {"rng": epoch_rng, "batches": done, "loss": epoch_loss,
+                                       "tokens": epoch_tokens})
         hypotheses = translate_batch(model, english, chinese, dev_src)
         bleu, chrf = bleu_chrf(hypotheses, dev_ref)
         record = {
@@ -445,13 +471,7 @@ def main(argv: list[str] | None = None) -> None:
         stale = args.work / f"epoch{epoch - args.average:03d}.safetensors"
         if stale.exists():
             stale.unlink()
-        torch.save(
-            {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-             "schedule": schedule.state_dict(), "history": history, "step": step, "epoch": epoch,
-             "rng": rng.getstate(), "torch_rng": torch.get_rng_state()},
-            state_path.with_suffix(".tmp"),
-        )
-        state_path.with_suffix(".tmp").replace(state_path)
+        save_state(epoch, None)
         if stop.requested:
             print(f"stopped by signal during epoch {epoch}: finishing with what was learned", flush=True)
             break

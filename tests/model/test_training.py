@@ -79,3 +79,43 @@ def test_warm_start_grows_the_vocabulary_and_keeps_old_ids(tmp_path):
     assert [piece for piece, _ in pieces] == ["in", "2", "0", "2", "4"]
     history = json.loads((second / "history.json").read_text())
     assert history["init"]["from"] == str(first) and history["init"]["epochs"] == 1
+
+
+def test_a_run_killed_mid_epoch_resumes_where_it_last_saved(tmp_path, monkeypatch):
+    """``--save-every`` writes the resumable state inside an epoch; a run that dies between two
+    saves resumes at the last one, with the same shuffle, and ends with the weights an unbroken
+    run ends with."""
+    import pytest
+    from safetensors.torch import load_file
+
+    import model.training.train as train
+
+    _write_synthetic_data(tmp_path / "data")
+    common = ["--data", str(tmp_path / "data"), "--epochs", "2", "--batch-tokens", "150",
+              "--warmup", "50", "--dropout", "0", "--d-model", "32", "--heads", "2", "--layers", "1",
+              "--d-ff", "64", "--en-vocab", "60", "--test-size", "40", "--dev-size", "40",
+              "--no-progress", "--threads", "1", "--narrow", "--average", "1", "--save-every", "4"]
+    train_main([*common, "--out", str(tmp_path / "whole"), "--work", str(tmp_path / "w1")])
+
+    real_loss, calls = train.smoothed_cross_entropy, []
+
+    def dies_at_step_11(*args):
+        calls.append(1)
+        if len(calls) == 11:  # two steps after the save at step 8, before the epoch ends
+            raise RuntimeError("killed")
+        return real_loss(*args)
+
+    monkeypatch.setattr(train, "smoothed_cross_entropy", dies_at_step_11)
+    with pytest.raises(RuntimeError, match="killed"):
+        train_main([*common, "--out", str(tmp_path / "broken"), "--work", str(tmp_path / "w2")])
+    monkeypatch.setattr(train, "smoothed_cross_entropy", real_loss)
+    train_main([*common, "--out", str(tmp_path / "broken"), "--work", str(tmp_path / "w2")])
+
+    whole = json.loads((tmp_path / "whole" / "history.json").read_text())
+    broken = json.loads((tmp_path / "broken" / "history.json").read_text())
+    assert whole["epochs"][0]["step"] > 11  # the kill really fell inside the first epoch
+    assert [e["step"] for e in broken["epochs"]] == [e["step"] for e in whole["epochs"]]
+    assert [e["train_loss"] for e in broken["epochs"]] == [e["train_loss"] for e in whole["epochs"]]
+    a = load_file(str(tmp_path / "whole" / "weights.safetensors"))
+    b = load_file(str(tmp_path / "broken" / "weights.safetensors"))
+    assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
