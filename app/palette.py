@@ -10,6 +10,9 @@ figures colour one number alike.
 
 from __future__ import annotations
 
+# ±m's share: a signed scale spans it of a typical row's |values| (owned with the x-ray's strips)
+from model.explain.xray import ROBUST_SHARE
+
 # Okabe–Ito colours: distinguishable with colour-vision deficiency.
 BLUE, ORANGE, GREY = "#0072B2", "#E69F00", "#999999"
 GREEN, VERMILION, PURPLE = "#009E73", "#D55E00", "#CC79A7"
@@ -32,7 +35,6 @@ TYPE_SCALE = {"xs": 0.75, "sm": 0.85, "md": 1.0, "lg": 1.2, "xl": 1.45, "2xl": 1
 PLOT_FONT_PX = 12  # Plotly's text: between xs and sm
 PLOT_TITLE_PX = 14
 
-ROBUST_SHARE = 0.98  # a signed scale spans ±m with this share of a typical row's |values| inside it
 
 
 def colorscale(stops: tuple[str, ...]) -> list[list]:

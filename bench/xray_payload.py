@@ -8,14 +8,16 @@ Sizes are bytes as sent (gzip as the server sends it: its middleware at level 1 
 x-ray's packed answers gzipped once per trace at level 6), in-process on the shipped checkpoint,
 greedy, for new 5/10/20/40-word sentences and one of 128 source tokens. "Before" is what the page
 downloaded until issue 27 — ``/api/trace`` and ``/api/xray`` for every sentence; "after" is
-``/api/xray/view``, its one download; ``/api/xray/logits`` (every step's logits, asked for when a
-sampling knob first turns) and an opened block are listed apart.
+``/api/xray/view``, its one download for the landing frame; ``/api/xray/strips`` (the decoder's
+strips, asked for when the player first moves), ``/api/xray/logits`` (every step's logits, asked
+for when a sampling knob first turns) and an opened block are listed apart.
 
-The comparison decodes every ``/api/xray/view`` of ``bench.answers``' 200 requests (25 sentences ×
-8 strategies) as ``static/js/xray/data.js`` does and checks every number the page reads against
-``/api/trace`` and ``/api/xray`` of the same request: equal, not close (the strips after their
-Add & Norm corrections are undone; the sampling table's Σ exp and kept mass within 10⁻¹⁵, numpy's
-exp against math.exp).
+The comparison decodes every ``/api/xray/view`` (with its ``/api/xray/strips``) of
+``bench.answers``' 200 requests (25 sentences × 8 strategies) as ``static/js/xray/data.js`` does
+and checks every number the page reads against ``/api/trace`` and ``/api/xray`` of the same
+request: equal, not close (the strips after their Add & Norm corrections are undone; the
+sampling table's Σ exp and kept mass within 10⁻¹⁵, numpy's exp against math.exp; each decoder
+row's ±m against ``robust_scale`` of its decoded strips).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import sys
 import numpy as np
 import orjson
 
+from app.palette import robust_scale
 from bench.common import sentences
 from model.explain import xray
 from model.tokenizer import MAX_SOURCE_TOKENS
@@ -65,6 +68,7 @@ def sizes(client, texts: dict[str, str]) -> list[dict]:
             "sentence": name, "source_tokens": len(trace["source_tokens"]), "steps": len(trace["steps"]),
             "trace": wire(client, "/api/trace", body), "xray": wire(client, "/api/xray", body),
             "view": wire(client, "/api/xray/view", body),
+            "strips": wire(client, "/api/xray/strips", body),
             **plain_view(client, body),
             "heads": wire(client, "/api/xray/heads", body),
             "logits": wire(client, "/api/xray/logits", body),
@@ -86,7 +90,9 @@ def plain_view(client, body: dict) -> dict:
     state = client.app.state
     trace, _ = state.engine.trace(XrayRequest(**body))
     vocabulary = state.translator.chinese.vocabulary
-    header, arrays = xray.unpack(xray.view(trace, vocabulary, model=state.translator.model))
+    model = state.translator.model
+    view_body, strips_body = xray.view(trace, vocabulary, model=model), xray.decoder_strips_view(trace, model)
+    header, arrays = xray.unpack_all(view_body, strips_body)
     _, every = xray.unpack(xray.heads_view(trace))
     before = {}
     for name, array in arrays.items():
@@ -97,7 +103,10 @@ def plain_view(client, body: dict) -> dict:
             before[f"attention.{kind}"] = every[f"attention.{kind}"]
     old_header = {k: v for k, v in header.items() if k not in ("arrays", "attention_mean_of")}
     plain = gzip.compress(xray.pack(old_header, before), compresslevel=6, mtime=0)
-    parts = {"header": len(gzip.compress(orjson.dumps(header), 6))}
+    # the view as it was before the decoder's strips went apart: both answers' arrays in one
+    whole = gzip.compress(xray.pack(old_header, arrays), compresslevel=6, mtime=0)
+    view_header, _ = xray.unpack(view_body)
+    parts = {"header": len(gzip.compress(orjson.dumps(view_header), 6))}
     for name, array in arrays.items():
         group = "strips corrections" if name.split(".")[-1] in (
             "corrections", "beyond_gaps", "beyond", "gamma", "beta") else name.split(".")[0]
@@ -105,10 +114,12 @@ def plain_view(client, body: dict) -> dict:
             group = "strips (other stages)"
         elif name.endswith(".scales"):
             group = "strip scales"
+        if name.startswith("strips.decoder"):
+            group = f"/api/xray/strips: {group}"
         elif name.startswith("attention."):
             group = "attention (head averages and their nudges)"
         parts[group] = parts.get(group, 0) + len(gzip.compress(array.tobytes(), 6))
-    return {"view_plain": len(plain), "parts": parts}
+    return {"view_plain": len(plain), "view_whole": len(whole), "parts": parts}
 
 
 def _planes(planes: np.ndarray) -> np.ndarray:
@@ -159,9 +170,10 @@ def heads(body: bytes) -> dict[str, list]:
     return {name.split(".")[1]: (_planes(array) / 1e5).tolist() for name, array in arrays.items()}
 
 
-def shown(body: bytes) -> dict:
-    """The view as static/js/xray/data.js decodes it, in /api/trace's and /api/xray's shapes."""
-    header, arrays = xray.unpack(body)
+def shown(body: bytes, strips: bytes) -> dict:
+    """The view and its decoder strips as static/js/xray/data.js decodes them, in /api/trace's
+    and /api/xray's shapes."""
+    header, arrays = xray.unpack_all(body, strips)
 
     def layers(side):
         norms = arrays[f"norms.{side}"] / 1e3
@@ -218,7 +230,8 @@ def differences(client, body: dict) -> list[str]:
     found = []
     trace = client.post("/api/trace", json=body).json()
     old = client.post("/api/xray", json=body).json()
-    view = shown(client.post("/api/xray/view", json=body).content)
+    view = shown(client.post("/api/xray/view", json=body).content,
+                 client.post("/api/xray/strips", json=body).content)
     header = view["header"]
 
     def same(what, a, b):
@@ -254,6 +267,13 @@ def differences(client, body: dict) -> list[str]:
             same(f"strips.{side}.{s}.scales", mine["scales"].tolist(), stage["scales"])
             same(f"strips.{side}.{s}.codes", mine["codes"].tobytes(),
                  np.frombuffer(base64.b64decode(stage["codes"]), np.int8).tobytes())
+    # each decoder row's ±m, shown before its strips come: robustScale of the decoded strips
+    lanes = len(trace["steps"])
+    for s, stage in enumerate(view["strips"]["decoder"]):
+        rows = (stage["codes"][:lanes].astype(np.float64)
+                * (stage["scales"][:lanes].astype(np.float64) / 127)[:, None]).astype(np.float32)
+        same(f"strip_ranges.decoder.{s}", header["strip_ranges"]["decoder"][s],
+             robust_scale(rows.tolist()))
     if body.get("forced_prefix"):
         plain = client.post("/api/trace", json={k: v for k, v in body.items()
                                                  if k != "forced_prefix"}).json()
@@ -319,18 +339,19 @@ def main(argv: list[str] | None = None) -> int:
         texts["128 tokens"] = longest_text(english.encode)
         rows = sizes(client, texts)
         print("| sentence | source tokens | steps | before issue 27: /api/trace + /api/xray "
-              "| /api/xray/view with every head | now: /api/xray/view | now / before issue 27 "
-              "| a head picked: /api/xray/heads | when a knob turns: /api/xray/logits "
-              "| an opened block |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+              "| /api/xray/view with every head and the decoder's strips "
+              "| with the decoder's strips | now: /api/xray/view (landing) | now / before issue 27 "
+              "| when the player moves: /api/xray/strips | a head picked: /api/xray/heads "
+              "| when a knob turns: /api/xray/logits | an opened block |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             before = r["trace"] + r["xray"]
             print(f"| {r['sentence']} | {r['source_tokens']} | {r['steps']} | {kb(r['trace'])} + "
                   f"{kb(r['xray'])} = {kb(before)} KB | {kb(r['view_plain'])} KB | "
-                  f"**{kb(r['view'])} KB** | {r['view'] / before:.1%} | {kb(r['heads'])} KB | "
-                  f"{kb(r['logits'])} KB | "
+                  f"{kb(r['view_whole'])} KB | **{kb(r['view'])} KB** | {r['view'] / before:.1%} | "
+                  f"{kb(r['strips'])} KB | {kb(r['heads'])} KB | {kb(r['logits'])} KB | "
                   f"{kb(r['block'])} KB |")
-        print("\nwhere the bytes of /api/xray/view go (each part gzipped alone, KB):")
+        print("\nwhere the bytes of /api/xray/view and /api/xray/strips go (each part gzipped alone, KB):")
         groups = list(rows[0]["parts"])
         print("| part | " + " | ".join(r["sentence"] for r in rows) + " |")
         print("|---|" + "---|" * len(rows))

@@ -5,8 +5,10 @@ The page downloads one answer per sentence, the size of what it draws, and more 
 learner opens it. ``model/explain/xray.py`` reads all of it from the trace's own recorded pass
 (nothing runs the model again):
 
-* ``POST /api/xray/view`` — the one answer: the strips, the head-averaged attention, the numbers the
+* ``POST /api/xray/view`` — the one answer: the encoder's strips, the head-averaged attention, the numbers the
   narration quotes, the steps and the sampling table at its starting knobs, as typed arrays;
+* ``POST /api/xray/strips`` — the decoder's strips, when the player first moves (the landing frame,
+  the encoder's first sub-step, draws none of them);
 * ``POST /api/xray/heads`` — every head's attention weights, when a learner picks a head or opens an
   attention block (the view carries their average, which the lines draw first);
 * ``POST /api/xray/logits`` — every step's logits and the vocabulary, when a sampling knob turns;
@@ -134,9 +136,10 @@ def _both(call, *args) -> tuple[bytes, bytes]:
              response_class=Response)
 def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
               translator: TranslatorDep) -> Response:
-    """Everything the x-ray page draws for one sentence, in one packed answer: every stage's
-    strip (int8 codes × scale / 127, as ``/api/xray``; each Add & Norm stage as corrections to
-    the LayerNorm of the two strips before it, the same codes once undone), the attention weights
+    """Everything the x-ray page draws for one sentence, in one packed answer: the encoder's
+    strips (int8 codes × scale / 127, as ``/api/xray``; each Add & Norm stage as corrections to
+    the LayerNorm of the two strips before it, the same codes once undone; the decoder's come
+    from ``/api/xray/strips`` when the player moves, each decoder row's ±m is here), the attention weights
     averaged over the heads (from the trace's 5-decimal weights, the page's float64 mean exactly;
     every head's come from ``/api/xray/heads``), the Add & Norm sizes and FFN shares the narration quotes, the
     steps, the beam tree, the sampling table at temperature 1 (the 15 likeliest tokens' logits
@@ -149,6 +152,20 @@ def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
     bodies, _ = engine.derived(request, trace, "xray_view", _both, xray.view, trace,
                                translator.chinese.vocabulary, original, translator.model,
                                on_model_thread=False)
+    return _packed(http, bodies, model_ms)
+
+
+@router.post("/api/xray/strips", responses={200: PACKED_DOC, **TRACE_ERRORS}, tags=["x-ray"],
+             response_class=Response)
+def xray_strips(request: XrayRequest, http: Request, engine: EngineDep,
+                translator: TranslatorDep) -> Response:
+    """The decoder's strips (int8 codes, Add & Norm stages as corrections, as the view sends the
+    encoder's), packed as ``/api/xray/view``: asked for when the player first moves, because the
+    landing frame, the encoder's first sub-step, draws none of them (the view carries each
+    decoder row's ±m, shown beside its name from the start)."""
+    trace, model_ms = engine.trace(request)
+    bodies, _ = engine.derived(request, trace, "xray_strips", _both, xray.decoder_strips_view, trace,
+                               translator.model, on_model_thread=False)
     return _packed(http, bodies, model_ms)
 
 

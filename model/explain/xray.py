@@ -59,6 +59,9 @@ BARS = 5  # the output row's bars (static/js/xray/rows.js TOP_BARS)
 NORMS = ("residual_norm", "sublayer_norm", "normed_norm")  # what the narration quotes
 DECODER_ONLY = {"cross_attention", "add_norm3", "output"}
 LINE_FROM = 0.03  # the weight from which static/js/xray/overlay.js draws an attention line
+# a strip row's colours span ±m with this share of a typical token's |values| inside it
+# (app/palette.py's robust_scale and the CSS --robust-share read it from here)
+ROBUST_SHARE = 0.98
 NAMED = 3  # a row's largest weights the page names (overlay.js describeAttention, narration.js)
 
 
@@ -290,6 +293,8 @@ def strip_codes(header: dict, arrays: dict[str, np.ndarray]) -> dict[str, np.nda
     static/js/xray/data.js decodes; answers packed before the corrections decode as they are)."""
     out = {}
     for side in ("encoder", "decoder"):
+        if f"strips.{side}.scales" not in arrays:  # a view without its decoder strips
+            continue
         coding = header.get("norm_prediction", {}).get(side)
         scales = arrays[f"strips.{side}.scales"]
         if not coding:
@@ -324,20 +329,13 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
     arrays: dict[str, np.ndarray] = {}
     stages = {}
     coding = {}
+    ranges = {}
     for side in ("encoder", "decoder"):
-        named = recorded.stages(side)
-        strips = [_strip_codes(vectors) for _, _, vectors in named]
-        stages[side] = [{"name": name, "layer": layer, "scale": scale}
-                        for (name, layer, _), (scale, _, _) in zip(named, strips, strict=True)]
-        codes = np.stack([codes for _, _, codes in strips])  # (stages, L, D)
-        scales = np.stack([scales for _, scales, _ in strips])  # (stages, L)
-        arrays[f"strips.{side}.scales"] = scales
-        if norms is None:
-            arrays[f"strips.{side}"] = codes
-        else:
-            coding[side], coded = _code_norms(codes, scales, [name for name, _, _ in named],
-                                              norms[side])
-            arrays.update({f"strips.{side}{suffix}": array for suffix, array in coded.items()})
+        stages[side], codes, scales = _side_strips(recorded, side)
+        if side == "encoder":
+            coding.update(_strip_arrays(arrays, side, stages[side], codes, scales, norms))
+        else:  # drawn from the first decoding step on: decoder_strips_view, when the player moves
+            ranges[side] = shown_ranges(codes, scales, len(trace.steps))
         # the trace's numbers, read from its recorded pass (its lists are not built for this):
         # (layers, Add & Norms, NORMS, positions) and (layers, positions)
         records = [r for sub in SUBLAYERS[side] for r in recorded.records(side, f"add_norm:{sub}")]
@@ -375,9 +373,75 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
         "vocab_size": len(vocabulary),
     }
     header["attention_means"] = means
+    header["strip_ranges"] = ranges
     if coding:
         header["norm_prediction"] = coding
     return pack(header, arrays)
+
+
+def decoder_strips_view(trace: Trace, model=None) -> bytes:
+    """The decoder's strips, packed as :func:`view` packs the encoder's: asked for when the
+    player first moves, since the landing frame (the encoder's first sub-step) draws none of them.
+    ``unpack_all(view, decoder_strips_view)`` reads both as one view."""
+    stages, codes, scales = _side_strips(trace.recorded, "decoder")
+    arrays: dict[str, np.ndarray] = {}
+    norms = norm_parameters(model) if model is not None else None
+    coding = _strip_arrays(arrays, "decoder", stages, codes, scales, norms)
+    return pack({"norm_prediction": coding} if coding else {}, arrays)
+
+
+def unpack_all(*bodies: bytes) -> tuple[dict, dict[str, np.ndarray]]:
+    """A view and its decoder strips (:func:`decoder_strips_view`) as one ``unpack``: the
+    header's Add & Norm codings merged, the arrays side by side (for tests and bench)."""
+    header: dict = {}
+    arrays: dict[str, np.ndarray] = {}
+    for body in bodies:
+        head, more = unpack(body)
+        coding = {**header.get("norm_prediction", {}), **head.pop("norm_prediction", {})}
+        header.update(head)
+        if coding:
+            header["norm_prediction"] = coding
+        arrays.update(more)
+    return header, arrays
+
+
+def _side_strips(recorded: RecordedPass, side: str) -> tuple[list[dict], np.ndarray, np.ndarray]:
+    """One side's stages (name, layer, largest |value|), int8 codes (stages, L, D) and scales
+    (stages, L)."""
+    named = recorded.stages(side)
+    strips = [_strip_codes(vectors) for _, _, vectors in named]
+    stages = [{"name": name, "layer": layer, "scale": scale}
+              for (name, layer, _), (scale, _, _) in zip(named, strips, strict=True)]
+    return (stages, np.stack([codes for _, _, codes in strips]),
+            np.stack([scales for _, scales, _ in strips]))
+
+
+def _strip_arrays(arrays: dict, side: str, stages: list[dict], codes: np.ndarray,
+                  scales: np.ndarray, norms) -> dict:
+    """A side's strips into ``arrays`` (Add & Norm stages as corrections when ``norms`` are
+    known); returns the header's coding for that side ({} without norms)."""
+    arrays[f"strips.{side}.scales"] = scales
+    if norms is None:
+        arrays[f"strips.{side}"] = codes
+        return {}
+    coding, coded = _code_norms(codes, scales, [stage["name"] for stage in stages], norms[side])
+    arrays.update({f"strips.{side}{suffix}": array for suffix, array in coded.items()})
+    return {side: coding}
+
+
+def shown_ranges(codes: np.ndarray, scales: np.ndarray, lanes: int) -> list[float]:
+    """Each stage's ±m as the page takes it from its strips before drawing them (rows.js
+    ``layoutRow``: ``robustScale`` of the first ``lanes`` positions' values, code × (scale / 127)
+    rounded to float32 as data.js decodes them): the decoder rows show it beside their names
+    before their strips come."""
+    if lanes == 0:
+        return [1.0] * len(codes)
+    values = (codes[:, :lanes].astype(np.float64)
+              * (scales[:, :lanes].astype(np.float64) / 127)[..., None]).astype(np.float32)
+    d = values.shape[-1]
+    per_row = np.sort(np.abs(values), axis=-1)[..., min(d - 1, int(d * ROBUST_SHARE))]
+    middle = np.sort(per_row, axis=-1)[:, lanes // 2]
+    return [float(m) or 1.0 for m in middle]
 
 
 ATTENTION_KINDS = (("encoder", "encoder", "self_attention"), ("decoder_self", "decoder", "self_attention"),

@@ -139,7 +139,8 @@ def test_the_views_rounding_error_is_half_a_unit_of_the_shown_decimal(app_client
     from model.explain.record import SUBLAYERS
 
     body = {"text": TEXT, "max_len": 6}
-    header, arrays = xray.unpack(app_client.post("/api/xray/view", json=body).content)
+    header, arrays = xray.unpack_all(app_client.post("/api/xray/view", json=body).content,
+                                     app_client.post("/api/xray/strips", json=body).content)
     _, every = xray.unpack(app_client.post("/api/xray/heads", json=body).content)
     trace, _ = app_client.app.state.engine.trace(XrayRequest(**body))
     recorded = trace.recorded
@@ -206,6 +207,23 @@ def test_the_logits_come_apart_and_are_the_models(app_client):
     assert arrays["logits"].tobytes() == base64.b64decode(old["logits"]["float32"])
     view, _ = xray.unpack(app_client.post("/api/xray/view", json=body).content)
     assert "logits" not in view["arrays"] and "vocab" not in view  # the view leaves them out
+
+
+def test_the_decoder_strips_come_apart_and_the_view_says_their_scales(app_client):
+    """The landing frame draws no decoder strip, so the view leaves them out and carries each
+    decoder row's ±m (the number beside its name) instead; /api/xray/strips brings them."""
+    from model.explain import xray
+
+    body = {"text": TEXT, "max_len": 6}
+    view_header, view = xray.unpack(app_client.post("/api/xray/view", json=body).content)
+    strips_header, strips = xray.unpack(app_client.post("/api/xray/strips", json=body).content)
+    assert not any(name.startswith("strips.decoder") for name in view)
+    assert any(name.startswith("strips.encoder") for name in view)
+    assert set(strips) and all(name.startswith("strips.decoder.") or name == "strips.decoder"
+                               for name in strips)
+    assert list(strips_header["norm_prediction"]) == ["decoder"]
+    assert len(view_header["strip_ranges"]["decoder"]) == len(view_header["stages"]["decoder"])
+    assert all(m > 0 for m in view_header["strip_ranges"]["decoder"])
 
 
 def test_the_view_is_gzipped_once_and_sent_plain_when_asked(app_client):

@@ -63,7 +63,9 @@ def test_a_new_sentence_is_one_small_download_and_deep_dives_load_when_opened(pa
     page.locator("#xr-next").click()
     page.locator("#xr-draw-button").click()
     page.locator("#xr-drew").wait_for()
-    assert api_paths(calls) == ["/api/xray/logits"]
+    # the player's first move asks for the decoder's strips, once (the landing frame draws none)
+    page.locator("body[data-xray-strips=ready]").wait_for()
+    assert sorted(api_paths(calls)) == ["/api/xray/logits", "/api/xray/strips"]
 
 
 def test_every_heads_weights_come_once_when_a_head_is_picked(page, server):
@@ -97,6 +99,46 @@ def test_draw_at_the_starting_knobs_asks_for_the_logits_first(page, server):
         page.locator("#xr-draw-button").click()
     page.locator("#xr-drew").wait_for()
     assert "seed 0" in page.locator("#xr-drew").text_content().lower()
+
+
+def test_the_decoder_strips_come_when_the_player_moves_and_draw_the_same(page, server):
+    """The view leaves the decoder's strips out; each decoder row says its ±m from the start, and
+    once the player moves they come (one request) and are drawn: the same ±m, strips painted."""
+    calls: list = []
+    page.on("request", lambda request: calls.append(request))
+    page.goto(f"{server}{XRAY}?text={quote(TEN_WORDS)}")
+    ready(page)
+    assert page.evaluate("document.body.dataset.xrayStrips") == "none"
+    ranges = '.xr-row[data-key^="d-"] .xr-range, .xr-row[data-key="dec-embedding"] .xr-range'
+    before = page.locator(ranges).all_text_contents()
+    assert before and all(text.startswith("±") for text in before)
+    blank = page.evaluate(STRIP_INK, "dec-embedding")
+    assert blank == 0  # nothing painted under the veil before they come
+    with page.expect_request_finished(lambda r: urlsplit(r.url).path == "/api/xray/strips") as done:
+        page.locator("#xr-play").click()
+    page.locator("body[data-xray-strips=ready]").wait_for()
+    page.locator("#xr-play").click()  # pause
+    assert done.value.response().header_value("content-encoding") == "gzip"
+    assert page.locator(ranges).all_text_contents() == before
+    wait_until(lambda: page.evaluate(STRIP_INK, "dec-embedding") > 0, "the decoder's strips painted")
+    assert api_paths(calls) == ["/api/xray/view", "/api/xray/strips"]
+    # a link into the decoding draws it whole from the start (its one extra request)
+    calls.clear()
+    page.goto(f"{server}{XRAY}?text={quote(TEN_WORDS)}&frame=40")
+    ready(page)
+    assert page.evaluate("document.body.dataset.xrayStrips") == "ready"
+    assert page.evaluate(STRIP_INK, "dec-embedding") > 0
+    assert api_paths(calls) == ["/api/xray/view", "/api/xray/strips"]
+
+
+# how many pixels of a row's canvas are painted (alpha > 0)
+STRIP_INK = """(key) => {
+  const canvas = document.querySelector(`.xr-row[data-key="${key}"] canvas`);
+  const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+  let ink = 0;
+  for (let i = 3; i < data.length; i += 4) if (data[i] > 0) ink++;
+  return ink;
+}"""
 
 
 def test_a_forced_prefix_is_still_one_download(page, server):

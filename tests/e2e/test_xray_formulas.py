@@ -221,11 +221,12 @@ def test_beam_ranking_is_the_pythons_on_real_trees(server):
     assert assert_same_ranking(trees) >= 3  # the short max_len runs end before any <eos>
 
 
-# static/js/xray/data.js decodes /api/xray/view and /api/xray/logits; reads a list of
-# {view, logits} (base64) on stdin and prints what the page would hold, and where the sampling
-# table drawn from the view's rows differs from the one drawn from every logit.
+# static/js/xray/data.js decodes /api/xray/view, /api/xray/strips and /api/xray/logits; reads a
+# list of {view, logits, heads, strips} (base64) on stdin and prints what the page would hold,
+# and where the sampling table drawn from the view's rows differs from the one drawn from every
+# logit.
 VIEW_RUNNER = """
-import { decodeHeads, decodeLogits, decodeView } from "%(data)s";
+import { decodeHeads, decodeLogits, decodeStrips, decodeView } from "%(data)s";
 import { filterDistribution } from "%(sampling)s";
 const chunks = [];
 process.stdin.on("data", (c) => chunks.push(c));
@@ -234,8 +235,9 @@ process.stdin.on("end", () => {
     const b = Buffer.from(text, "base64");
     return b.buffer.slice(b.byteOffset, b.byteOffset + b.length);
   };
-  const out = JSON.parse(Buffer.concat(chunks).toString()).map(({ view, logits, heads }) => {
+  const out = JSON.parse(Buffer.concat(chunks).toString()).map(({ view, logits, heads, strips }) => {
     const { trace, xr, original } = decodeView(bytes(view));
+    decodeStrips(bytes(strips), xr);
     const before = trace.heads;  // false: the view carries the head averages only
     const means = [...trace.encoder, ...trace.decoder].map(
       (layer) => [layer.self_attention_mean, layer.cross_attention_mean ?? null]);
@@ -296,7 +298,8 @@ def test_the_views_sampling_rows_and_numbers_are_what_the_page_drew_before(serve
                               {"forced_prefix": ["我"]})]
     payload = [{"view": base64.b64encode(raw(server, "/api/xray/view", b)).decode(),
                 "logits": base64.b64encode(raw(server, "/api/xray/logits", b)).decode(),
-                "heads": base64.b64encode(raw(server, "/api/xray/heads", b)).decode()}
+                "heads": base64.b64encode(raw(server, "/api/xray/heads", b)).decode(),
+                "strips": base64.b64encode(raw(server, "/api/xray/strips", b)).decode()}
                for b in bodies]
     script = VIEW_RUNNER % {"data": (XRAY_JS / "data.js").as_uri(),
                             "sampling": (XRAY_JS / "sampling.js").as_uri()}
@@ -310,7 +313,7 @@ def test_the_views_sampling_rows_and_numbers_are_what_the_page_drew_before(serve
         # the head averages: the ones bench.xray_payload decodes, float for float, and those are
         # the page's own mean of every head wherever a line or a number shows it
         assert got["before"] is False
-        mine = shown(base64.b64decode(item["view"]))
+        mine = shown(base64.b64decode(item["view"]), base64.b64decode(item["strips"]))
         layers = mine["encoder"] + mine["decoder"]
         for (self_mean, cross_mean), layer, theirs in zip(
                 got["means"], layers, trace["encoder"] + trace["decoder"], strict=True):

@@ -37,9 +37,13 @@ def test_a_saved_xray_opens_again_without_the_model(page, server, tmp_path):
     page.goto(f"{server}/?text={quote(SEED)}&strategy=sample&seed=7&temperature=1.3&max_len=8")
     ready(page)
     before = shown(page)
+    assert json.loads(before["xr"])["decoder"]["values"] is None  # they come when the player moves
     saved = save(page, tmp_path, "#xr-save")
+    before["xr"] = shown(page)["xr"]  # saving asked for them: the file has them
+    assert json.loads(before["xr"])["decoder"]["values"] is not None
     assert saved.name == "xray-the-cat-sits-on-the-mat.json"
     data = json.loads(saved.read_text())
+    assert isinstance(data["strips"], str) and isinstance(data["heads"], str)
     assert data["format"] == "inside-the-transformer/xray-view" and data["version"] == 1
     assert data["request"]["text"] == SEED and data["request"]["seed"] == 7
     # another sentence on screen; then the file, with no model request at all

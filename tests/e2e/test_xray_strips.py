@@ -27,27 +27,36 @@ pytestmark = pytest.mark.e2e
 NODE = "/usr/bin/node"
 DATA_JS = Path(__file__).resolve().parents[2] / "static" / "js" / "xray" / "data.js"
 
-# Reads a list of base64 views on stdin; prints each side's strips as decoded, one list of
-# float32 values per stage (positions × d_model, row-major).
+# Reads a list of [view, decoder strips or null] (base64) on stdin; prints each side's strips as
+# decoded, one list of float32 values per stage (positions × d_model, row-major), and whether the
+# view alone had the decoder's.
 RUNNER = """
-import { decodeView } from "%(data)s";
+import { decodeStrips, decodeView } from "%(data)s";
+const bytes = (text) => {
+  const b = Buffer.from(text, "base64");
+  return b.buffer.slice(b.byteOffset, b.byteOffset + b.length);
+};
 const chunks = [];
 process.stdin.on("data", (c) => chunks.push(c));
 process.stdin.on("end", () => {
-  const out = JSON.parse(Buffer.concat(chunks).toString()).map((text) => {
-    const b = Buffer.from(text, "base64");
-    const { xr } = decodeView(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
+  const out = JSON.parse(Buffer.concat(chunks).toString()).map(([view, strips]) => {
+    const { xr } = decodeView(bytes(view));
+    const alone = xr.decoder.values !== null;
+    if (strips) decodeStrips(bytes(strips), xr);
     const side = (s) => xr[s].values.map((rows) => rows.flatMap((row) => Array.from(row)));
-    return { encoder: side("encoder"), decoder: side("decoder") };
+    return { encoder: side("encoder"), decoder: side("decoder"), alone };
   });
   process.stdout.write(JSON.stringify(out));
 });
 """
 
 
-def decoded_in_node(views: list[bytes]) -> list[dict]:
+def decoded_in_node(views: list[tuple[bytes, bytes | None]]) -> list[dict]:
+    def text(body):
+        return base64.b64encode(body).decode() if body is not None else None
+
     done = subprocess.run([NODE, "--input-type=module", "-e", RUNNER % {"data": DATA_JS.as_uri()}],
-                          input=json.dumps([base64.b64encode(v).decode() for v in views]),
+                          input=json.dumps([[text(view), text(strips)] for view, strips in views]),
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -64,11 +73,13 @@ def expected(old: dict, side: str) -> list[list[float]]:
 
 
 def check(client: TestClient, bodies: list[dict]) -> int:
-    views = [client.post("/api/xray/view", json=body).content for body in bodies]
+    views = [(client.post("/api/xray/view", json=body).content,
+              client.post("/api/xray/strips", json=body).content) for body in bodies]
     compared = 0
     for body, view, got in zip(bodies, views, decoded_in_node(views), strict=True):
-        header, arrays = xray.unpack(view)
-        assert header["norm_prediction"], "the Add & Norm strips go as corrections"
+        header, arrays = xray.unpack_all(*view)
+        assert set(header["norm_prediction"]) == {"encoder", "decoder"}, "Add & Norms as corrections"
+        assert not got["alone"]  # the view itself leaves the decoder's strips out
         old = client.post("/api/xray", json=body).json()
         codes = xray.strip_codes(header, arrays)
         for side in ("encoder", "decoder"):
@@ -101,9 +112,30 @@ def test_a_view_packed_before_the_corrections_still_decodes():
 
     translator = Translator.load()
     trace = translator.trace("Where is the station?")
-    plain = xray.view(trace, translator.chinese.vocabulary)  # no model: plain codes
-    coded = xray.view(trace, translator.chinese.vocabulary, model=translator.model)
-    assert "norm_prediction" not in xray.unpack(plain)[0]
+    vocabulary = translator.chinese.vocabulary
+    plain = (xray.view(trace, vocabulary), xray.decoder_strips_view(trace))  # no model: plain codes
+    coded = (xray.view(trace, vocabulary, model=translator.model),
+             xray.decoder_strips_view(trace, translator.model))
+    assert "norm_prediction" not in xray.unpack(plain[0])[0]
     first, second = decoded_in_node([plain, coded])
     assert first == second
-    assert len(gzip.compress(coded)) < len(gzip.compress(plain))  # smaller as sent
+    assert len(gzip.compress(coded[0])) < len(gzip.compress(plain[0]))  # smaller as sent
+    assert len(gzip.compress(coded[1])) < len(gzip.compress(plain[1]))
+
+
+def test_a_view_saved_with_the_decoder_strips_inside_still_decodes():
+    """Until the decoder's strips went apart, a saved x-ray's view held them: such a view (both
+    answers' arrays packed in one) decodes to the same strips without a second answer."""
+    from model.translator import Translator
+
+    translator = Translator.load()
+    trace = translator.trace("Where is the station?")
+    view = xray.view(trace, translator.chinese.vocabulary, model=translator.model)
+    strips = xray.decoder_strips_view(trace, translator.model)
+    header, arrays = xray.unpack_all(view, strips)
+    header.pop("arrays")
+    header.pop("strip_ranges")
+    whole = xray.pack(header, arrays)
+    apart, together = decoded_in_node([(view, strips), (whole, None)])
+    assert together["alone"] and not apart["alone"]
+    assert together["decoder"] == apart["decoder"] and together["encoder"] == apart["encoder"]

@@ -249,7 +249,7 @@ function layers(header, arrays, side, weights) {
 
 /** /api/xray/view → { trace, xr, original }: trace with the fields of /api/trace the page reads
     (every head's attention only in a view saved before they went apart: trace.heads says),
-    xr the strips, the sampling table's rows and the length penalty (logits: null until asked),
+    xr the strips (the decoder's null until /api/xray/strips), the sampling table's rows and the length penalty (logits: null until asked),
     original the unforced translation's steps when a prefix was forced. */
 export function decodeView(buffer) {
   const { header: h, arrays } = unpack(buffer);
@@ -269,13 +269,22 @@ export function decodeView(buffer) {
     tokens: h.sampling.tokens[t], max: h.sampling.max[t], sum: h.sampling.sum[t],
     kept: h.sampling.kept[t], mass: h.sampling.mass[t],
   }));
+  // the decoder's strips come from /api/xray/strips when the player first moves (decodeStrips);
+  // a view saved before they went apart carries them. ranges: each decoder row's ±m meanwhile
   const xr = {
     encoder: { stages: h.stages.encoder, values: sideStrips(h, arrays, "encoder") },
-    decoder: { stages: h.stages.decoder, values: sideStrips(h, arrays, "decoder") },
+    decoder: { stages: h.stages.decoder, values: arrays["strips.decoder.scales"] ? sideStrips(h, arrays, "decoder") : null,
+      ranges: h.strip_ranges ? h.strip_ranges.decoder : null },
     length_penalty: h.length_penalty, vocabSize: h.vocab_size, sampling, logits: null, vocab: null,
   };
   const original = h.original ? { steps: h.original.map((token) => ({ token })) } : null;
   return { trace, xr, original };
+}
+
+/** /api/xray/strips → the decoder's strips, set on ``xr`` as decodeView sets the encoder's. */
+export function decodeStrips(buffer, xr) {
+  const { header, arrays } = unpack(buffer);
+  xr.decoder.values = sideStrips(header, arrays, "decoder");
 }
 
 /** /api/xray/logits → { logits: one Float32Array per step (−∞ where the model may never

@@ -15,9 +15,9 @@
 
 import { S, saveFrame } from "./state.js";
 import { $, cfg } from "./dom.js";
-import { decodeView } from "./data.js";
+import { decodeStrips, decodeView } from "./data.js";
 import { buildFrames, current, frameAtOrAfter } from "./frames.js";
-import { buildRows, buildTokens, heatLinks, layoutAll } from "./rows.js";
+import { buildRows, buildTokens, heatLinks, layoutAll, loadStrips } from "./rows.js";
 import { go, pause, play, playSeconds, render, setFocus, stepTime, tick } from "./player.js";
 import { decodeAll, draw, drawCompare, drawSampling } from "./whatif.js";
 import { renderBlock, toggleBlock } from "./blocks.js";
@@ -39,8 +39,9 @@ async function reload() {
 }
 
 /** Draw a packed view of ``req``: just downloaded, or read from a saved file (saved.js), with
-    every head's attention when the file holds it (``heads``). */
-async function show(view, req, heads = null) {
+    every head's attention and the decoder's strips when the file holds them (``heads``,
+    ``strips``). */
+async function show(view, req, heads = null, strips = null) {
   document.body.dataset.xray = "loading";
   S.playing = false;
   clearTimeout(S.timer);
@@ -52,6 +53,10 @@ async function show(view, req, heads = null) {
   S.logits = null;
   S.heads = heads;
   S.headsAsked = null;
+  S.strips = strips;
+  S.stripsAsked = null;
+  if (strips) decodeStrips(strips, xr);
+  document.body.dataset.xrayStrips = xr.decoder.values ? "ready" : "none";
   S.original = original;
   S.focus = null;
   for (const state of S.open.values()) { state.position = null; state.row.panel.hidden = true; }
@@ -70,6 +75,7 @@ async function show(view, req, heads = null) {
   if (S.head !== "avg") await loadHeads(); // the URL picks a head: its lines need every head's weights
   const frame = Number.parseInt(query.get("frame") || "", 10);
   S.frame = Number.isInteger(frame) ? Math.max(0, Math.min(S.frames.length - 1, frame)) : 0;
+  if (current().t > 0) await loadStrips(); // a link into the decoding: draw it whole at once
   S.drawn = null;
   layoutAll();
   render();

@@ -9,6 +9,7 @@ import { narrate } from "./narration.js";
 import { drawSampling } from "./whatif.js";
 import { refreshOpenPanels } from "./blocks.js";
 import { follow } from "./zoom.js";
+import { layoutAll, loadStrips } from "./rows.js";
 
 // How long a frame stays at 1× speed: a sub-step is brief, so the highlight flows through the
 // layers (a 10-character translation plays in about a minute); the first frame and each step's
@@ -80,8 +81,16 @@ function drawPlayer(frame) {
   $("xr-stage").classList.toggle("xr-playing", S.playing);
 }
 
+/** The decoder's strips, once the player leaves the landing frame: asked for in the background
+    (the encoder's sub-steps come first), drawn when they come. */
+function withStrips() {
+  if (S.xr.decoder.values || S.stripsAsked) return;
+  loadStrips().then(() => { layoutAll(); render(); }).catch((error) => ITT.showError(error.message));
+}
+
 /** Show frame number `frame` (clamped); the player's own ticks pass fromPlay. */
 export function go(frame, fromPlay) {
+  withStrips();
   const last = S.frames.length - 1;
   const next = Math.max(0, Math.min(last, frame));
   const before = current();
@@ -120,6 +129,7 @@ function scrollActiveIntoView() {
 }
 
 export function play() {
+  withStrips();
   if (S.frame >= S.frames.length - 1) S.frame = 0;
   S.playing = true;
   tick();

@@ -7,6 +7,7 @@
 import { S } from "./state.js";
 import { $, cfg, el, fixed, scaleOf, colourInto, SIZES, svg, t } from "./dom.js";
 import { current, memoryReady, rowState } from "./frames.js";
+import { decodeStrips } from "./data.js";
 
 export const STRIP_H = 14;
 export const LINES_H = 46;
@@ -211,8 +212,26 @@ export function figHeight(row) {
   return STRIP_H + 4;
 }
 
+/** A stage's strips, one Float32Array per position (null: the decoder's have not come yet). */
 function values(side, stage) {
-  return S.xr[side].values[stage];
+  return S.xr[side].values ? S.xr[side].values[stage] : null;
+}
+
+/** The decoder's strips, asked for once per trace the first time the player leaves the landing
+    frame (which draws none of them); resolves when S.xr has them (the caller lays out again). */
+export function loadStrips() {
+  if (S.xr.decoder.values) return Promise.resolve();
+  if (!S.stripsAsked) {
+    const xr = S.xr;
+    const asked = S.strips ? Promise.resolve(S.strips) : ITT.api("/api/xray/strips", S.req);
+    S.stripsAsked = asked.then((buffer) => {
+      if (S.xr !== xr) return;
+      decodeStrips(buffer, xr);
+      S.strips = buffer;
+      document.body.dataset.xrayStrips = "ready";
+    }).finally(() => { if (S.xr === xr) S.stripsAsked = null; });
+  }
+  return S.stripsAsked;
 }
 
 const stripWidth = (laneWidth) => Math.max(4, Math.min(laneWidth - 4, 90));
@@ -265,12 +284,13 @@ function layoutRow(row, measured) {
   row.signature = null;
   if (row.type === "output") return;
   const n = laneCount(row.side);
-  const vectors = values(row.side, row.stage).slice(0, n);
-  const m = scaleOf(vectors);
+  const all = values(row.side, row.stage);
+  // before the decoder's strips come, its rows show the ±m the view carries (the same number)
+  const m = all ? scaleOf(all.slice(0, n)) : S.xr[row.side].ranges[row.stage];
   row.scale = m;
   const y = height - STRIP_H - 2;
   row.stripY = y;
-  drawStrips(ctx, vectors, n, y, STRIP_H, width, m);
+  if (all) drawStrips(ctx, all.slice(0, n), n, y, STRIP_H, width, m);
   row.range.textContent = `±${fixed(m, 2)}`;
   row.range.title = t("xray.value_scale", { m: fixed(m, 2) });
   if (row.type === "stage") {
@@ -294,6 +314,7 @@ function valueAt(row, px, py) {
   if (!memory && (py < top || py > top + height)) return null;
   const side = memory ? "encoder" : row.side;
   const vectors = memory ? values("encoder", S.xr.encoder.values.length - 1) : values(row.side, row.stage);
+  if (!vectors) return null;
   const n = memory ? vectors.length : laneCount(row.side);
   const { w, x } = lanes(row.width, n);
   const lane = Math.floor(px / w);

@@ -3,15 +3,17 @@
 
    A saved x-ray is JSON: the request, the model line and the packed /api/xray/view and
    /api/xray/heads answers exactly as they came (base64), so the reopened picture is drawn from the
-   very bytes the model produced, any head included. (Files saved before the heads went apart
-   carry them inside the view and have no "heads".)
+   very bytes the model produced, any head included; the /api/xray/strips answer (the decoder's
+   strips) the same way. (Files saved before the heads, or the decoder's strips, went apart carry
+   them inside the view and have no "heads", or no "strips".)
    Opening a block, turning a sampling knob or forcing a character afterwards asks the running
    model; the banner says so, and says when the running model is not the one that made the file. */
 
 import { S } from "./state.js";
 import { $, t } from "./dom.js";
-import { decodeHeads, decodeView } from "./data.js";
+import { decodeHeads, decodeStrips, decodeView } from "./data.js";
 import { loadHeads } from "./overlay.js";
+import { loadStrips } from "./rows.js";
 
 export const FORMAT = "inside-the-transformer/xray-view";
 const VERSION = 1;
@@ -55,16 +57,17 @@ function download(name, text) {
   setTimeout(() => URL.revokeObjectURL(url), 0);
 }
 
-/** The x-ray on screen as a file that opens again on this page (every head's attention in it,
-    asked for first when it has not come yet). */
+/** The x-ray on screen as a file that opens again on this page (every head's attention and the
+    decoder's strips in it, asked for first when they have not come yet). */
 export async function saveView() {
   if (!S.view) return;
   const view = S.view;
-  await loadHeads();
+  await Promise.all([loadHeads(), loadStrips()]);
   if (S.view !== view) return;
   download(fileName("xray"), JSON.stringify({
     format: FORMAT, version: VERSION, saved: new Date().toISOString(), model: modelLine(),
     request: S.req, view: base64(S.view), ...(S.heads ? { heads: base64(S.heads) } : {}),
+    ...(S.strips ? { strips: base64(S.strips) } : {}),
   }));
 }
 
@@ -110,16 +113,20 @@ export function readSaved(text) {
     throw new Error(t("xray.file.not_xray"));
   }
   if (data.version !== VERSION) throw new Error(t("xray.file.version", { v: String(data.version) }));
-  if (data.heads !== undefined && typeof data.heads !== "string") throw new Error(t("xray.file.not_xray"));
+  for (const part of [data.heads, data.strips]) {
+    if (part !== undefined && typeof part !== "string") throw new Error(t("xray.file.not_xray"));
+  }
   let buffer;
   let heads = null;
+  let strips = null;
   try {
     buffer = unbase64(data.view);
     if (data.heads) heads = unbase64(data.heads);
+    if (data.strips) strips = unbase64(data.strips);
   } catch {
     throw new Error(t("xray.file.not_xray"));
   }
-  return { request: data.request, buffer, heads, saved: String(data.saved || ""), model: String(data.model || "") };
+  return { request: data.request, buffer, heads, strips, saved: String(data.saved || ""), model: String(data.model || "") };
 }
 
 /** Wire the buttons, the file picker and dropping a file on the page; ``show(buffer, request)``
@@ -133,14 +140,15 @@ export function wireFiles(show) {
       if (file.size > MAX_FILE_BYTES) throw new Error(t("xray.file.too_big", { mb: MAX_FILE_BYTES >> 20 }));
       const saved = readSaved(await file.text());
       try { // a damaged view fails here, before anything on screen changes
-        const { trace } = decodeView(saved.buffer);
+        const { trace, xr } = decodeView(saved.buffer);
         if (saved.heads) decodeHeads(saved.heads, trace);
+        if (saved.strips) decodeStrips(saved.strips, xr);
       } catch {
         throw new Error(t("xray.file.not_xray"));
       }
       ITT.setURL(queryOf(saved.request), true);
       showRequest(saved.request);
-      await show(saved.buffer, saved.request, saved.heads);
+      await show(saved.buffer, saved.request, saved.heads, saved.strips);
       const same = !saved.model || saved.model === modelLine();
       status.textContent = t("xray.file.opened", { name: file.name, saved: saved.saved.slice(0, 16).replace("T", " ") })
         + (same ? "" : ` ${t("xray.file.other_model", { model: saved.model })}`);

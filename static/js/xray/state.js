@@ -7,11 +7,15 @@ export const S = {
   trace: null, // /api/xray/view for that request, decoded into /api/trace's shape: tokens,
   //               attention, Add & Norm sizes, FFN shares, steps (top 5), beam nodes
   xr: null, // the rest of it: strips per stage, the sampling table's rows per step, length
-  //           penalty; xr.logits and xr.vocab stay null until a knob turns (/api/xray/logits)
+  //           penalty; xr.logits and xr.vocab stay null until a knob turns (/api/xray/logits),
+  //           xr.decoder.values until the player moves (/api/xray/strips)
   logits: null, // the pending /api/xray/logits request for this trace, once asked
   heads: null, // every head's attention (a packed /api/xray/heads answer, an ArrayBuffer), once
   //              asked (a head picked, an attention block opened) or read from a saved file
   headsAsked: null, // the pending /api/xray/heads request for this trace, once asked
+  strips: null, // the decoder's strips (a packed /api/xray/strips answer), once the player moved
+  //               past the landing frame, or read from a saved file
+  stripsAsked: null, // the pending /api/xray/strips request for this trace, once asked
   original: null, // when a prefix is forced, the unforced translation's steps (for the comparison)
   detail: "blocks", // the timeline: "blocks" (every sub-step) or "steps" (one frame per time step)
   frames: [], // the timeline: one entry per frame, built by frames.js
