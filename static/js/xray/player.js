@@ -84,7 +84,7 @@ function drawPlayer(frame) {
 /** The decoder's strips, once the player leaves the landing frame: asked for in the background
     (the encoder's sub-steps come first), drawn when they come. */
 function withStrips() {
-  if (S.xr.decoder.values || S.stripsAsked) return;
+  if (!S.xr || S.xr.decoder.values || S.stripsAsked) return;
   loadStrips().then(() => { layoutAll(); render(); }).catch((error) => ITT.showError(error.message));
 }
 
