@@ -19,12 +19,12 @@ import { decodeStrips, decodeView } from "./data.js";
 import { buildFrames, current, frameAtOrAfter } from "./frames.js";
 import { buildRows, buildTokens, heatLinks, layoutAll, loadStrips } from "./rows.js";
 import { go, pause, play, playSeconds, render, setFocus, stepTime, tick } from "./player.js";
-import { decodeAll, draw, drawCompare, drawSampling } from "./whatif.js";
+import { decodeAll, draw, drawCompare, drawDecodingSwitch, drawSampling, switchDecoding } from "./whatif.js";
 import { renderBlock, toggleBlock } from "./blocks.js";
 import { loadHeads } from "./overlay.js";
 import { drawBeam } from "./beamtree.js";
 import { filterDistribution } from "./sampling.js";
-import { fromModel, wireFiles } from "./saved.js";
+import { fromModel, showRequest, wireFiles } from "./saved.js";
 import { checkWidth, openFrom, startZoom, toggleZoom, wireZoom, zoomFromURL } from "./zoom.js";
 
 /** Fetch what the x-ray draws for the URL's request (one answer), then build and draw everything. */
@@ -84,6 +84,8 @@ async function show(view, req, heads = null, strips = null) {
     if (row && row.panel.hidden) toggleBlock(row);
   }
   heatLinks();
+  showRequest(req);
+  drawDecodingSwitch();
   drawCompare();
   drawBeam();
   document.body.dataset.xray = "ready";
@@ -134,6 +136,8 @@ function wire() {
     $(id).addEventListener("input", () => { if (S.trace) drawSampling(); });
   }
   $("xr-draw-button").addEventListener("click", draw);
+  const decodingSwitch = document.getElementById("xr-beam-link"); // only with held-out figures
+  if (decodingSwitch) decodingSwitch.addEventListener("click", switchDecoding);
   $("xr-decode-all").addEventListener("click", decodeAll);
   document.addEventListener("keydown", (event) => {
     if (!S.trace || event.altKey || event.ctrlKey || event.metaKey) return;

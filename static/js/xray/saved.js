@@ -88,8 +88,9 @@ function queryOf(request) {
   return query;
 }
 
-/** The sentence box and the decoding form say what the file holds. */
-function showRequest(request) {
+/** The sentence box and the decoding form say what ``request`` is (a file's, or the URL's after
+    a what-if or the decoding switch changed it without a page load). */
+export function showRequest(request) {
   const box = document.getElementById("text");
   if (box) box.value = request.text;
   const form = document.getElementById("xr-options");

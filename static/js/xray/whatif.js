@@ -173,6 +173,36 @@ export function decodeAll() {
   visit(query);
 }
 
+/** The URL of this sentence with the other decoding: beam search (beam 4) from greedy or sampling,
+    greedy from beam search (the sentence and max length kept, no forced prefix). */
+function otherDecoding() {
+  const query = ITT.params();
+  for (const name of ["forced", "frame", "open", "temperature", "top_k", "top_p", "seed"]) query.delete(name);
+  if (S.req.strategy === "beam") {
+    query.set("strategy", "greedy");
+    query.delete("beam_size");
+  } else {
+    query.set("strategy", "beam");
+    query.set("beam_size", "4");
+  }
+  return query;
+}
+
+/** The held-out note's link (when the checkpoint's evaluation has both decodings): to beam search,
+    or back to greedy when beam search is on screen. */
+export function drawDecodingSwitch() {
+  const link = document.getElementById("xr-beam-link");
+  if (!link || !S.req) return;
+  link.textContent = t(S.req.strategy === "beam" ? "xray.greedy_show" : "xray.beam_show");
+  link.href = `${window.location.pathname}?${otherDecoding()}`;
+}
+
+export function switchDecoding(event) {
+  if (!S.req) return;
+  event.preventDefault();
+  visit(otherDecoding());
+}
+
 /** Translate again with this step's character forced, opening at that step's output frame. */
 function force(stepIndex, token) {
   const prefix = [...S.trace.target_tokens.slice(0, stepIndex), token];
