@@ -31,6 +31,7 @@ from model.training.data import (
     rare_word_pairs,
     read_names,
     split_pairs,
+    vary_latin,
     vary_names,
     vary_numbers,
 )
@@ -264,6 +265,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "proper nouns (~1,900 instead of ~560)")
     parser.add_argument("--names-limit", type=int, default=20000, metavar="N",
                         help="at most N name-swapped pairs")
+    parser.add_argument("--vary-latin", type=int, default=0, metavar="COPIES",
+                        help="add COPIES copies of each pair whose Chinese keeps an English word "
+                        "as it is (AI, COVID-19), the word swapped for a random one of its shape")
     parser.add_argument("--bible", action="store_true", help="add the KJV × CUV Bible verses")
     parser.add_argument("--old-data", action="store_true",
                         help="leave out the files added on 2026-12-01 (Tatoeba extra, UN)")
@@ -284,8 +288,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "(a run killed mid-epoch resumes at its last save; 0: only after epochs)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    if args.concat < 0 or args.unlikelihood < 0 or args.vary_names < 0:
-        parser.error("--concat and --unlikelihood take a number ≥ 0 (a negative weight rewards repeating)")
+    if args.concat < 0 or args.unlikelihood < 0 or args.vary_names < 0 or args.vary_latin < 0:
+        parser.error("--concat, --unlikelihood, --vary-names and --vary-latin take a number ≥ 0 "
+                     "(a negative weight rewards repeating)")
     return args
 
 
@@ -318,6 +323,10 @@ def main(argv: list[str] | None = None) -> None:
         names = read_names(args.data / CEDICT_FILE, wide=args.names_wide)
         train_pairs = train_pairs + vary_names(train_pairs, names, args.vary_names, args.seed,
                                                limit=args.names_limit)
+    if args.vary_latin:
+        latin = vary_latin(train_pairs, args.seed, args.vary_latin)
+        print(f"latin words: {len(latin)} copies with a kept English word swapped", flush=True)
+        train_pairs = train_pairs + latin
     if args.vary_numbers:
         train_pairs = train_pairs + vary_numbers(train_pairs, args.seed, args.number_copies,
                                                  args.numbers_any_length)

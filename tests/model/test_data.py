@@ -3,7 +3,14 @@
 import gzip
 import re
 
-from model.training.data import Pair, concatenate_pairs, read_names, vary_names, vary_numbers
+from model.training.data import (
+    Pair,
+    concatenate_pairs,
+    read_names,
+    vary_latin,
+    vary_names,
+    vary_numbers,
+)
 
 SHORT = [
     Pair("The cat sleeps.", "猫在睡觉。", "tatoeba"),
@@ -47,6 +54,24 @@ def test_vary_numbers_changes_numbers_on_both_sides_alike():
     number = varied.english.split()[2]
     assert number.isdigit() and len(number) == 2
     assert varied.chinese == f"它{number}美元。"
+
+
+def test_vary_latin_swaps_a_kept_english_word_on_both_sides_for_one_of_its_shape():
+    pairs = [Pair("I love AI and COVID-19 tests.", "我爱AI和COVID-19检测。", "tico"),
+             Pair("Ms. Médoune Sy spoke.", "Médoune Sy女士发了言。", "un"),  # no word inside Médoune
+             Pair("I use a computer.", "我用电脑。", "tatoeba"),  # nothing kept: not varied
+             Pair("Tom is here.", "汤姆在这里。", "tatoeba")]  # translated, not kept: not varied
+    varied = vary_latin(pairs, seed=4, copies=30)
+    assert len(varied) == 60
+    for pair in varied[:30]:
+        ai, covid = re.fullmatch(r"I love ([A-Z]+) and ([A-Z]{5}-\d\d) tests\.", pair.english).groups()
+        assert pair.chinese == f"我爱{ai}和{covid}检测。"
+        assert 2 <= len(ai) <= 5
+    assert len({pair.english for pair in varied[:30]}) > 25  # random words, not a few repeated
+    for pair in varied[30:]:
+        (name,) = re.fullmatch(r"Ms\. Médoune ([A-Z][a-z]) spoke\.", pair.english).groups()
+        assert pair.chinese == f"Médoune {name}女士发了言。"
+    assert vary_latin(pairs, seed=4, copies=30) == varied
 
 
 CEDICT_LINES = """\
