@@ -32,8 +32,10 @@ from model.training.data import (
     _english_key,
     concatenate_pairs,
     load_pairs,
+    rare_word_pairs,
     read_names,
     split_pairs,
+    vary_latin,
     vary_names,
     vary_numbers,
 )
@@ -183,7 +185,8 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
     depend on it. A checkpoint trained before the wider domains existed has no ``narrow``
     setting: it saw Tatoeba and HSK only, so every domain is held-out text for it too. The
     training sentences are rebuilt as training built them (narrow or wide, ``--limit``,
-    ``--vary-names``, ``--vary-numbers``), to count any test sentence that training saw after all.
+    ``--upsample``, ``--rare-words``, ``--vary-names``, ``--vary-latin``, ``--vary-numbers``,
+    ``--concat``), to count any test sentence that training saw after all.
     """
     split = split_settings(settings)
     sizes = dict(
@@ -203,10 +206,18 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
         trained = split_pairs({name: pairs for name, pairs in sources.items() if name not in unseen},
                               **sizes)
     train = trained.train[: int(settings["limit"])] if settings.get("limit") else trained.train
+    for item in filter(None, str(settings.get("upsample") or "").split(",")):
+        source, times = item.split("=")
+        train = train + [p for p in train if p.source == source] * (int(times) - 1)
+    if settings.get("rare_words"):
+        max_pairs, _, copies = str(settings["rare_words"]).partition(":")
+        train = train + rare_word_pairs(train, int(max_pairs), int(copies or 1))
     if settings.get("vary_names"):
         names = read_names(data / CEDICT_FILE, wide=bool(settings.get("names_wide")))
         train = train + vary_names(train, names, int(settings["vary_names"]), split["seed"],
                                    limit=int(settings.get("names_limit", 20000)))
+    if settings.get("vary_latin"):
+        train = train + vary_latin(train, split["seed"], int(settings["vary_latin"]))
     if settings.get("vary_numbers"):
         train = train + vary_numbers(train, split["seed"], int(settings.get("number_copies", 1)),
                                      bool(settings.get("numbers_any_length")))
