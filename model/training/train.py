@@ -244,6 +244,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--init", type=Path, default=None,
                         help="start from this checkpoint's weights and vocabularies (new Chinese "
                              "characters of the training data are added to its vocabulary)")
+    parser.add_argument("--average-init", action="store_true",
+                        help="ship the mean of the --init weights and this stage's final weights "
+                             "(keeps what the earlier stage knew better; dev figures of both kept)")
     parser.add_argument("--narrow", action="store_true",
                         help="only Tatoeba and HSK (the first model's data), no wider domains")
     parser.add_argument("--upsample", default="", metavar="SOURCE=N,...",
@@ -496,16 +499,17 @@ def finish(model, english, chinese, history, args, dev_src, dev_ref) -> None:
     final_state = state_for_saving(model)
     if len(candidates) > 1:
         averaged = average_weights(candidates)
-        loadable = dict(averaged)
-        if model.config.tie_output:  # stored once, as the Chinese embedding
-            loadable["output.weight"] = averaged["tgt_embedding.tokens.weight"]
-        model.load_state_dict(loadable, strict=True)
+        _load_saved(model, averaged)
         bleu, chrf = bleu_chrf(translate_batch(model, english, chinese, dev_src), dev_ref)
         print(f"averaged {len(candidates)} epochs: dev BLEU {bleu}, chrF {chrf}", flush=True)
         if bleu >= last["dev_bleu"]:
             chosen = {"weights": f"average of last {len(candidates)} epochs",
                       "dev_bleu": bleu, "dev_chrf": chrf}
             final_state = averaged
+    if args.average_init:
+        final_state, chosen = _mean_with_init(model, english, chinese, final_state, chosen, args,
+                                              dev_src, dev_ref)
+        history["settings"]["average_init"] = True
     history["final"] = chosen
     out = args.out
     save_file(final_state, str(out / "weights.safetensors"), metadata={"format": "pt"})
@@ -515,6 +519,34 @@ def finish(model, english, chinese, history, args, dev_src, dev_ref) -> None:
     (out / "history.json").write_text(json.dumps(history) + "\n", encoding="utf-8")
     shutil.copy(out / "history.json", args.work / "history.json")
     print(f"saved {out} ({chosen['weights']}, dev BLEU {chosen['dev_bleu']})", flush=True)
+
+
+def _mean_with_init(model, english, chinese, final_state, chosen, args, dev_src, dev_ref):
+    """The mean of the --init checkpoint's weights and ``final_state``, scored on dev.
+
+    Rows the warm start added (new Chinese characters) have no initial value: they keep this
+    stage's trained rows.
+    """
+    if args.init is None:
+        raise SystemExit("--average-init needs --init")
+    _load_saved(model, final_state)
+    saved = load_file(str(args.init / "weights.safetensors"))
+    start = grown_state(model, {name: tensor.float() for name, tensor in saved.items()})
+    mixed = {name: ((tensor.double() + start[name].double()) / 2).float()
+             for name, tensor in final_state.items()}
+    _load_saved(model, mixed)
+    bleu, chrf = bleu_chrf(translate_batch(model, english, chinese, dev_src), dev_ref)
+    print(f"mean with {args.init}: dev BLEU {bleu}, chrF {chrf}", flush=True)
+    return mixed, {"weights": f"mean of the --init weights and the {chosen['weights']}",
+                   "dev_bleu": bleu, "dev_chrf": chrf, "without_init": chosen}
+
+
+def _load_saved(model: Transformer, state: dict[str, torch.Tensor]) -> None:
+    """Load weights stored as ``state_for_saving`` stores them (tied output once)."""
+    loadable = dict(state)
+    if model.config.tie_output:
+        loadable["output.weight"] = state["tgt_embedding.tokens.weight"]
+    model.load_state_dict(loadable, strict=True)
 
 
 def _progress(batches, epoch: int, args: argparse.Namespace):

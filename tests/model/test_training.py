@@ -119,3 +119,39 @@ def test_a_run_killed_mid_epoch_resumes_where_it_last_saved(tmp_path, monkeypatc
     a = load_file(str(tmp_path / "whole" / "weights.safetensors"))
     b = load_file(str(tmp_path / "broken" / "weights.safetensors"))
     assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
+
+
+def test_average_init_ships_the_mean_of_the_start_and_the_trained_weights(tmp_path):
+    """``--average-init`` ships (start + trained) / 2, scores it on dev, and keeps the trained
+    weights' own dev figures beside it; run again on the finished work folder, it only re-averages."""
+    import torch
+    from safetensors.torch import load_file
+
+    _write_synthetic_data(tmp_path / "data")
+    common = ["--data", str(tmp_path / "data"), "--batch-tokens", "150", "--warmup", "50",
+              "--dropout", "0", "--test-size", "40", "--dev-size", "40", "--no-progress",
+              "--threads", "1", "--average", "1", "--epochs", "1", "--narrow"]
+    first = tmp_path / "first"
+    train_main([*common, "--out", str(first), "--work", str(tmp_path / "w1"), "--d-model", "32",
+                "--heads", "2", "--layers", "1", "--d-ff", "64", "--en-vocab", "60"])
+    second = tmp_path / "second"
+    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
+                "--lr-factor", "2", "--average-init"])
+    start = load_file(str(first / "weights.safetensors"))
+    trained = load_file(str(tmp_path / "w2" / "epoch001.safetensors"))
+    shipped = load_file(str(second / "weights.safetensors"))
+    assert shipped.keys() == trained.keys() == start.keys()
+    # training moved the weights, so the mean is neither of the two
+    assert any(not trained[key].equal(start[key]) for key in start)
+    for key in shipped:
+        expected = ((start[key].double() + trained[key].double()) / 2).float()
+        assert torch.equal(shipped[key], expected), key
+    final = json.loads((second / "history.json").read_text())["final"]
+    assert final["weights"] == "mean of the --init weights and the last epoch"
+    assert final["without_init"]["weights"] == "last epoch"
+    assert 0 <= final["dev_bleu"] <= 100 and 0 <= final["without_init"]["dev_bleu"] <= 100
+    # resuming the finished work folder with the flag re-derives the same weights
+    train_main([*common, "--out", str(tmp_path / "again"), "--work", str(tmp_path / "w2"),
+                "--init", str(first), "--lr-factor", "2", "--average-init"])
+    again = load_file(str(tmp_path / "again" / "weights.safetensors"))
+    assert all(torch.equal(again[k], shipped[k]) for k in shipped)
