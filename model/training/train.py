@@ -294,6 +294,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.concat < 0 or args.unlikelihood < 0 or args.vary_names < 0 or args.vary_latin < 0:
         parser.error("--concat, --unlikelihood, --vary-names and --vary-latin take a number ≥ 0 "
                      "(a negative weight rewards repeating)")
+    if args.average_init and args.init is None:
+        parser.error("--average-init needs --init (the weights to average with)")
     return args
 
 
@@ -527,8 +529,6 @@ def _mean_with_init(model, english, chinese, final_state, chosen, args, dev_src,
     Rows the warm start added (new Chinese characters) have no initial value: they keep this
     stage's trained rows.
     """
-    if args.init is None:
-        raise SystemExit("--average-init needs --init")
     _load_saved(model, final_state)
     saved = load_file(str(args.init / "weights.safetensors"))
     start = grown_state(model, {name: tensor.float() for name, tensor in saved.items()})

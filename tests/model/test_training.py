@@ -155,3 +155,12 @@ def test_average_init_ships_the_mean_of_the_start_and_the_trained_weights(tmp_pa
                 "--init", str(first), "--lr-factor", "2", "--average-init"])
     again = load_file(str(tmp_path / "again" / "weights.safetensors"))
     assert all(torch.equal(again[k], shipped[k]) for k in shipped)
+
+
+def test_average_init_without_init_is_refused_before_any_training(tmp_path, capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
+                    "--work", str(tmp_path / "w"), "--average-init"])
+    assert "--average-init needs --init" in capsys.readouterr().err
