@@ -339,6 +339,28 @@ def vary_latin(pairs: list[Pair], seed: int = 13, copies: int = 1) -> list[Pair]
     return varied
 
 
+_STOPS_EN = ".!?"
+_STOPS_ZH = "。！？.!?"
+
+
+def drop_final_stops(pairs: list[Pair], share: float, seed: int = 13) -> list[Pair]:
+    """A copy of a random ``share`` of the pairs that end in a full stop, question mark or
+    exclamation mark on both sides, those final marks removed on both sides.
+
+    Nearly every English sentence in the data ends with one (all of Tatoeba's, HSK's and the
+    captions'), but learners often type without one ("I love AI"): a model that has only seen
+    sentences end in a mark has not learnt where to stop without one and may repeat the last
+    word (我爱AIAI). Marks inside the sentence stay."""
+    rng = random.Random(seed)
+    stripped = []
+    for pair in pairs:
+        english, chinese = pair.english.rstrip(_STOPS_EN), pair.chinese.rstrip(_STOPS_ZH)
+        if (english != pair.english and chinese != pair.chinese and english and chinese
+                and rng.random() < share):
+            stripped.append(Pair(english.rstrip(), chinese.rstrip(), pair.source))
+    return stripped
+
+
 _ENGLISH_END = (".", "!", "?", '"', "'", ")")
 _CHINESE_END = ("。", "！", "？", "”", "’", "）", ".", "!", "?")
 

@@ -27,6 +27,7 @@ from model.tokenizer import MAX_SOURCE_TOKENS, MAX_TARGET_TOKENS, ChineseTokeniz
 from model.training.data import (
     CEDICT_FILE,
     concatenate_pairs,
+    drop_final_stops,
     load_pairs,
     rare_word_pairs,
     read_names,
@@ -271,6 +272,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--vary-latin", type=int, default=0, metavar="COPIES",
                         help="add COPIES copies of each pair whose Chinese keeps an English word "
                         "as it is (AI, COVID-19), the word swapped for a random one of its shape")
+    parser.add_argument("--drop-stops", type=float, default=0.0, metavar="SHARE",
+                        help="add a copy of this share (0–1) of the pairs that end in . ! or ? on "
+                        "both sides, without those final marks (learners often type none)")
     parser.add_argument("--bible", action="store_true", help="add the KJV × CUV Bible verses")
     parser.add_argument("--old-data", action="store_true",
                         help="leave out the files added on 2026-12-01 (Tatoeba extra, UN)")
@@ -294,6 +298,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.concat < 0 or args.unlikelihood < 0 or args.vary_names < 0 or args.vary_latin < 0:
         parser.error("--concat, --unlikelihood, --vary-names and --vary-latin take a number ≥ 0 "
                      "(a negative weight rewards repeating)")
+    if not 0 <= args.drop_stops <= 1:
+        parser.error("--drop-stops takes a share between 0 and 1")
     if args.average_init and args.init is None:
         parser.error("--average-init needs --init (the weights to average with)")
     return args
@@ -332,6 +338,10 @@ def main(argv: list[str] | None = None) -> None:
         latin = vary_latin(train_pairs, args.seed, args.vary_latin)
         print(f"latin words: {len(latin)} copies with a kept English word swapped", flush=True)
         train_pairs = train_pairs + latin
+    if args.drop_stops:
+        stops = drop_final_stops(train_pairs, args.drop_stops, args.seed)
+        print(f"final stops: {len(stops)} copies without the final . ! ? / 。！？", flush=True)
+        train_pairs = train_pairs + stops
     if args.vary_numbers:
         train_pairs = train_pairs + vary_numbers(train_pairs, args.seed, args.number_copies,
                                                  args.numbers_any_length)

@@ -6,6 +6,7 @@ import re
 from model.training.data import (
     Pair,
     concatenate_pairs,
+    drop_final_stops,
     read_names,
     vary_latin,
     vary_names,
@@ -73,6 +74,21 @@ def test_vary_latin_swaps_a_kept_english_word_on_both_sides_for_one_of_its_shape
         assert pair.chinese == f"Médoune {name}女士发了言。"
     assert vary_latin(pairs, seed=4, copies=30) == varied
 
+
+
+def test_drop_final_stops_copies_a_share_of_the_pairs_without_their_final_marks_on_both_sides():
+    pairs = [Pair(f"I love AI {i}.", f"我爱AI {i}。", "tatoeba") for i in range(400)] + [
+        Pair("Is it true?!", "是真的吗？！", "tatoeba"),
+        Pair("A dog runs on the beach", "一只狗在海滩上奔跑", "captions"),  # no mark: nothing to drop
+        Pair("Wait, what.", "等等，什么", "tatoeba"),  # the Chinese has none: not copied
+    ]
+    every = drop_final_stops(pairs, 1.0)
+    assert every[-1] == Pair("Is it true", "是真的吗", "tatoeba")  # all final marks, inner ones kept
+    assert len(every) == 401 and every[0] == Pair("I love AI 0", "我爱AI 0", "tatoeba")
+    some = drop_final_stops(pairs, 0.25, seed=5)
+    assert 60 < len(some) < 140  # about a quarter of the 401 that can lose their mark
+    assert set(some) <= set(every) and drop_final_stops(pairs, 0.25, seed=5) == some
+    assert drop_final_stops(pairs, 0.0) == []
 
 CEDICT_LINES = """\
 # a few CC-CEDICT lines in its own format

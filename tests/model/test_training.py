@@ -164,3 +164,13 @@ def test_average_init_without_init_is_refused_before_any_training(tmp_path, caps
         train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
                     "--work", str(tmp_path / "w"), "--average-init"])
     assert "--average-init needs --init" in capsys.readouterr().err
+
+
+def test_a_drop_stops_share_outside_0_to_1_is_refused_before_any_training(tmp_path, capsys):
+    import pytest
+
+    for share in ("-0.1", "1.5"):
+        with pytest.raises(SystemExit):
+            train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
+                        "--work", str(tmp_path / "w"), "--drop-stops", share])
+        assert "--drop-stops takes a share between 0 and 1" in capsys.readouterr().err
