@@ -4,7 +4,8 @@ Rebuilds the splits from ``--data`` with the checkpoint's own training settings 
 seed, test and dev sizes, dictionary), so no test sentence entered its training. Every split in
 ``Splits.test_sets()`` (Tatoeba, HSK, captions, TICO-19 health, NTREX news) and the hand-written
 probe set (``model/training/probe.tsv``, overall and per category) is translated greedily and with beam
-search; BLEU (sacrebleu, ``tokenize="zh"``), chrF and the repetition rate go to ``eval.json``
+search, and the everyday splits once more without their final full stops (``no_stops``); BLEU
+(sacrebleu, ``tokenize="zh"``), chrF and the repetition rate go to ``eval.json``
 beside the weights (or ``--out``), with a few example outputs per split and every probe output.
 The committed test fixture (100 Tatoeba test pairs) is scored too, so a test can tie the
 recorded figures to the shipped weights without the data folder.
@@ -31,6 +32,7 @@ from model.training.data import (
     Splits,
     _english_key,
     concatenate_pairs,
+    drop_final_stops,
     load_pairs,
     rare_word_pairs,
     read_names,
@@ -47,6 +49,8 @@ log = logging.getLogger("model.training.evaluate")
 PROBE_FILE = Path(__file__).parent / "probe.tsv"
 # names and numbers no training sentence has, and the seed documents' own examples
 UNSEEN_FILE = Path(__file__).parent / "probe_unseen.tsv"
+# everyday splits also scored without their final marks (how learners often type)
+NO_STOPS_SETS = ("tatoeba_test", "hsk_test", "tatoeba_extra_test")
 FIXTURE_FILE = Path(__file__).parent / "heldout_tatoeba_100.tsv"
 FIXTURE_SIZE = 100
 LENGTH_PENALTY = 0.6  # as DecodingOptions' default, so the figures match what the app shows
@@ -185,7 +189,8 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
     depend on it. A checkpoint trained before the wider domains existed has no ``narrow``
     setting: it saw Tatoeba and HSK only, so every domain is held-out text for it too. The
     training sentences are rebuilt as training built them (narrow or wide, ``--limit``,
-    ``--upsample``, ``--rare-words``, ``--vary-names``, ``--vary-latin``, ``--vary-numbers``,
+    ``--upsample``, ``--rare-words``, ``--vary-names``, ``--vary-latin``, ``--drop-stops``,
+    ``--vary-numbers``,
     ``--concat``), to count any test sentence that training saw after all.
     """
     split = split_settings(settings)
@@ -218,6 +223,8 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
                                    limit=int(settings.get("names_limit", 20000)))
     if settings.get("vary_latin"):
         train = train + vary_latin(train, split["seed"], int(settings["vary_latin"]))
+    if settings.get("drop_stops"):
+        train = train + drop_final_stops(train, float(settings["drop_stops"]), split["seed"])
     if settings.get("vary_numbers"):
         train = train + vary_numbers(train, split["seed"], int(settings.get("number_copies", 1)),
                                      bool(settings.get("numbers_any_length")))
@@ -352,6 +359,15 @@ def evaluate(
     for name, pairs in splits.test_sets().items():
         report["sets"][name] = evaluator.test_set(pairs, seen, examples)
         log.info("%s %s", name, _summary(report["sets"][name]))
+    # the everyday splits as a learner often types them: without the final . ! ? (and the
+    # references without their 。！？), the pairs that end in such a mark on both sides
+    report["no_stops"] = {}
+    for name in NO_STOPS_SETS:
+        pairs = drop_final_stops(splits.test_sets().get(name, []), 1.0)
+        if not pairs:
+            continue
+        report["no_stops"][name] = evaluator.test_set(pairs, seen, examples)
+        log.info("%s without final stops %s", name, _summary(report["no_stops"][name]))
     report["probe"] = evaluator.probe(probe)
     log.info("probe %s", _summary(report["probe"]))
     if unseen:
@@ -380,6 +396,7 @@ def previous_figures(earlier: dict, label: tuple[str, str] | None = None) -> dic
         "sets": earlier.get("sets", {}),
         "probe": earlier.get("probe", {}),
         "probe_unseen": earlier.get("probe_unseen", {}),
+        "no_stops": earlier.get("no_stops", {}),
         "fixture": earlier.get("fixture"),
     }
 

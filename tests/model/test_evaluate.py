@@ -170,6 +170,17 @@ def test_report_counts_test_sentences_the_checkpoint_trained_on(evaluated):
     assert report["sets"]["tico_test"]["seen_in_training"] == 0
 
 
+def test_report_scores_the_everyday_splits_again_without_their_final_stops(evaluated):
+    report, _ = evaluated
+    assert set(report["no_stops"]) == {"tatoeba_test", "hsk_test"}  # no Tatoeba extra file here
+    for name, result in report["no_stops"].items():
+        assert result["pairs"] == report["sets"][name]["pairs"]  # every pair here ends in a mark
+        for example, with_stop in zip(result["examples"], report["sets"][name]["examples"]):
+            assert example["english"] == with_stop["english"].rstrip(".!?")
+            assert example["reference"] == with_stop["reference"].rstrip("。！？.!?")
+            assert example["english"][-1] not in ".!?" and example["reference"][-1] not in "。！？"
+        assert {"bleu", "chrf", "repetition_pct"} <= set(result["greedy"]) | set(result["beam4"])
+
 def test_report_keeps_every_probe_output_by_category(evaluated):
     report, _ = evaluated
     probe = report["probe"]
