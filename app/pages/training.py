@@ -387,11 +387,19 @@ def evaluation_view(evaluation: dict, t) -> dict | None:
         "sets": [],
         "probe": None,
     }
-    for name, figures in sets.items():
-        before = None if previous is None else previous_sets.get(name) or {}
+    # the everyday splits as learners often type them, without the final full stop (no_stops)
+    no_stops = evaluation.get("no_stops") or {}
+    previous_no_stops = (previous or {}).get("no_stops") or {}
+    shown = [(name, name, figures, previous_sets, set_title(name, t))
+             for name, figures in sets.items()]
+    shown += [(f"{name}-no-stops", name, figures, previous_no_stops,
+               t("training.eval.no_stops", title=set_title(name, t)))
+              for name, figures in no_stops.items()]
+    for card, name, figures, earlier, title in shown:
+        before = None if previous is None else earlier.get(name) or {}
         view["sets"].append({
-            "name": name,
-            "title": set_title(name, t),
+            "name": card,
+            "title": title,
             "pairs": figures.get("pairs"),
             "caption": t("training.eval.pairs_line", pairs=f"{figures.get('pairs', 0):,}"),
             "table": metrics_table(figures, before, decodings, t),

@@ -317,7 +317,8 @@ def test_the_shipped_eval_json_is_shown_as_it_is():
 
     evaluation = json.loads((SHIPPED_CHECKPOINT / "eval.json").read_text(encoding="utf-8"))
     view = figs.evaluation_view(evaluation, Translate("en", "training"))
-    assert [s["name"] for s in view["sets"]] == list(evaluation["sets"])
+    assert [s["name"] for s in view["sets"]] == list(evaluation["sets"]) + [
+        f"{name}-no-stops" for name in evaluation.get("no_stops") or {}]
     tatoeba = evaluation["sets"]["tatoeba_test"]
     now = 2 if "previous" in evaluation else 1  # with a previous checkpoint: metric, before, now, change
     rows = {r[0]: r[now] for r in view["sets"][0]["table"]["rows"]}
@@ -325,6 +326,27 @@ def test_the_shipped_eval_json_is_shown_as_it_is():
     assert rows["BLEU · beam 4"] == tatoeba["beam4"]["bleu"]
     # a measure the file lacks (older eval.json files have no repetition rate) gets no row
     assert ("repetition % · greedy" in rows) == ("repetition_pct" in tatoeba["greedy"])
+
+
+def test_the_splits_typed_without_final_stops_get_their_own_cards_beside_their_before():
+    from app.i18n import Translate
+
+    evaluation = made_up_evaluation(True)
+    evaluation["no_stops"] = {"tatoeba_test": made_up_figures(9.75)}
+    evaluation["previous"]["no_stops"] = {"tatoeba_test": made_up_figures(4.5)}
+    for lang, title in (("en", "Tatoeba: everyday sentences, typed without the final full stop"),
+                        ("zh", "Tatoeba：日常句子（输入时不带句末标点）")):
+        view = figs.evaluation_view(evaluation, Translate(lang, "training"))
+        card = view["sets"][-1]
+        assert card["name"] == "tatoeba_test-no-stops" and card["title"] == title
+        assert [s["name"] for s in view["sets"][:-1]] == list(SPLITS)
+        bleu = card["table"]["rows"][0]  # BLEU · greedy: before, now, change
+        assert bleu[1:3] == [evaluation["previous"]["no_stops"]["tatoeba_test"]["greedy"]["bleu"],
+                             evaluation["no_stops"]["tatoeba_test"]["greedy"]["bleu"]]
+        assert bleu[3]["better"] is True
+    del evaluation["previous"]["no_stops"]  # an earlier eval.json without them: no before
+    row = figs.evaluation_view(evaluation, Translate("en", "training"))["sets"][-1]["table"]["rows"][0]
+    assert row[1] is None and row[3] is None
 
 
 def test_previous_label_in_the_readers_language():

@@ -175,7 +175,8 @@ def test_report_scores_the_everyday_splits_again_without_their_final_stops(evalu
     assert set(report["no_stops"]) == {"tatoeba_test", "hsk_test"}  # no Tatoeba extra file here
     for name, result in report["no_stops"].items():
         assert result["pairs"] == report["sets"][name]["pairs"]  # every pair here ends in a mark
-        for example, with_stop in zip(result["examples"], report["sets"][name]["examples"]):
+        for example, with_stop in zip(result["examples"], report["sets"][name]["examples"],
+                                      strict=True):
             assert example["english"] == with_stop["english"].rstrip(".!?")
             assert example["reference"] == with_stop["reference"].rstrip("。！？.!?")
             assert example["english"][-1] not in ".!?" and example["reference"][-1] not in "。！？"
