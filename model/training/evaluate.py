@@ -40,6 +40,7 @@ from model.training.data import (
     vary_latin,
     vary_names,
     vary_numbers,
+    vary_titles,
 )
 from model.transformer import Transformer
 from model.translator import DEFAULT_CHECKPOINT, Translator
@@ -189,7 +190,7 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
     depend on it. A checkpoint trained before the wider domains existed has no ``narrow``
     setting: it saw Tatoeba and HSK only, so every domain is held-out text for it too. The
     training sentences are rebuilt as training built them (narrow or wide, ``--limit``,
-    ``--upsample``, ``--rare-words``, ``--vary-names``, ``--vary-latin``, ``--drop-stops``,
+    ``--upsample``, ``--rare-words``, ``--vary-names``, ``--vary-titles``, ``--vary-latin``, ``--drop-stops``,
     ``--vary-numbers``,
     ``--concat``), to count any test sentence that training saw after all.
     """
@@ -221,6 +222,9 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
         names = read_names(data / CEDICT_FILE, wide=bool(settings.get("names_wide")))
         train = train + vary_names(train, names, int(settings["vary_names"]), split["seed"],
                                    limit=int(settings.get("names_limit", 20000)))
+    if settings.get("vary_titles"):
+        train = train + vary_titles(train, read_names(data / CEDICT_FILE), int(settings["vary_titles"]),
+                                    split["seed"], limit=int(settings.get("titles_limit", 10000)))
     if settings.get("vary_latin"):
         train = train + vary_latin(train, split["seed"], int(settings["vary_latin"]))
     if settings.get("drop_stops"):

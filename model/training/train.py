@@ -35,6 +35,7 @@ from model.training.data import (
     vary_latin,
     vary_names,
     vary_numbers,
+    vary_titles,
 )
 from model.training.evaluate import bleu_chrf, translate_batch
 from model.training.schedule import noam_lr
@@ -269,6 +270,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "proper nouns (~1,900 instead of ~560)")
     parser.add_argument("--names-limit", type=int, default=20000, metavar="N",
                         help="at most N name-swapped pairs")
+    parser.add_argument("--vary-titles", type=int, default=0, metavar="COPIES",
+                        help="add COPIES copies of each pair with a person's name on both sides, "
+                        "that name swapped for another with a title (Dr. X / X博士)")
+    parser.add_argument("--titles-limit", type=int, default=10000, metavar="N",
+                        help="at most N titled pairs")
     parser.add_argument("--vary-latin", type=int, default=0, metavar="COPIES",
                         help="add COPIES copies of each pair whose Chinese keeps an English word "
                         "as it is (AI, COVID-19), the word swapped for a random one of its shape")
@@ -295,8 +301,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "(a run killed mid-epoch resumes at its last save; 0: only after epochs)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    if args.concat < 0 or args.unlikelihood < 0 or args.vary_names < 0 or args.vary_latin < 0:
-        parser.error("--concat, --unlikelihood, --vary-names and --vary-latin take a number ≥ 0 "
+    if min(args.concat, args.unlikelihood, args.vary_names, args.vary_latin, args.vary_titles) < 0:
+        parser.error("--concat, --unlikelihood, --vary-names, --vary-titles and --vary-latin take "
+                     "a number ≥ 0 "
                      "(a negative weight rewards repeating)")
     if not 0 <= args.drop_stops <= 1:
         parser.error("--drop-stops takes a share between 0 and 1")
@@ -334,6 +341,11 @@ def main(argv: list[str] | None = None) -> None:
         names = read_names(args.data / CEDICT_FILE, wide=args.names_wide)
         train_pairs = train_pairs + vary_names(train_pairs, names, args.vary_names, args.seed,
                                                limit=args.names_limit)
+    if args.vary_titles:
+        titled = vary_titles(train_pairs, read_names(args.data / CEDICT_FILE), args.vary_titles,
+                             args.seed, limit=args.titles_limit)
+        print(f"titles: {len(titled)} copies with a title before a name", flush=True)
+        train_pairs = train_pairs + titled
     if args.vary_latin:
         latin = vary_latin(train_pairs, args.seed, args.vary_latin)
         print(f"latin words: {len(latin)} copies with a kept English word swapped", flush=True)

@@ -11,6 +11,7 @@ from model.training.data import (
     vary_latin,
     vary_names,
     vary_numbers,
+    vary_titles,
 )
 
 SHORT = [
@@ -89,6 +90,36 @@ def test_drop_final_stops_copies_a_share_of_the_pairs_without_their_final_marks_
     assert 60 < len(some) < 140  # about a quarter of the 401 that can lose their mark
     assert set(some) <= set(every) and drop_final_stops(pairs, 0.25, seed=5) == some
     assert drop_final_stops(pairs, 0.0) == []
+
+
+def test_vary_titles_puts_a_title_before_a_new_name_in_english_and_after_it_in_chinese():
+    names = {"Tom": "汤姆", "Mary": "玛丽", "Elizabeth": "伊丽莎白", "Paris": "巴黎"}
+    pairs = [Pair("Tom is tired.", "汤姆累了。", "tatoeba"),
+             Pair("Mary lost her key.", "玛丽丢了她的钥匙。", "tatoeba"),
+             Pair("Tom hurt himself.", "汤姆伤了自己。", "tatoeba"),
+             Pair("Mr. Tom is here.", "汤姆先生在这里。", "tatoeba"),  # a title already: left alone
+             Pair("Karen Mary sings.", "凯伦·玛丽唱歌。", "ntrex"),  # a surname: no title inside
+             Pair("I like tea.", "我喜欢茶。", "tatoeba")]  # no name
+    varied = vary_titles(pairs, names, copies=40, seed=2, limit=1000)
+    assert len(varied) == 120
+    for pair in varied:
+        title, name = re.fullmatch(r"(Mr\.|Mrs\.|Ms\.|Dr\.|Professor) ([A-Z][a-z]+) .*",
+                                   pair.english).groups()
+        original = "Mary" if "her key" in pair.english else "Tom"
+        assert name != original and name in names
+        assert pair.chinese.startswith(names[name] + dict(TITLES_BY_ENGLISH)[title]) or (
+            title == "Dr." and pair.chinese.startswith(names[name] + "医生"))
+        if "her" in pair.english:
+            assert title != "Mr."
+        if "himself" in pair.english:
+            assert title not in ("Mrs.", "Ms.")
+    assert {p.english.split()[0] for p in varied} == {"Mr.", "Mrs.", "Ms.", "Dr.", "Professor"}
+    assert len(vary_titles(pairs, names, copies=40, seed=2, limit=7)) == 7
+    assert vary_titles(pairs, names, copies=40, seed=2, limit=1000) == varied
+
+
+TITLES_BY_ENGLISH = [("Mr.", "先生"), ("Mrs.", "太太"), ("Ms.", "女士"), ("Dr.", "博士"),
+                     ("Professor", "教授")]
 
 CEDICT_LINES = """\
 # a few CC-CEDICT lines in its own format
