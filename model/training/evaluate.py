@@ -50,6 +50,8 @@ log = logging.getLogger("model.training.evaluate")
 PROBE_FILE = Path(__file__).parent / "probe.tsv"
 # names and numbers no training sentence has, and the seed documents' own examples
 UNSEEN_FILE = Path(__file__).parent / "probe_unseen.tsv"
+# names with a title before them (Dr. Patel) and sentences typed without a final stop
+LEARNER_FILE = Path(__file__).parent / "probe_learner.tsv"
 # everyday splits also scored without their final marks (how learners often type)
 NO_STOPS_SETS = ("tatoeba_test", "hsk_test", "tatoeba_extra_test")
 FIXTURE_FILE = Path(__file__).parent / "heldout_tatoeba_100.tsv"
@@ -345,10 +347,11 @@ def fixture_report(translator: Translator, path: Path, tatoeba_test: list[Pair] 
 def evaluate(
     translator: Translator, splits: Splits, seen: set[str], probe: list[dict[str, str]],
     fixture: Path | None, beam_size: int = 4, examples: int = 10,
-    unseen: list[dict[str, str]] | None = None,
+    unseen: list[dict[str, str]] | None = None, learner: list[dict[str, str]] | None = None,
 ) -> dict:
     """The whole report that ``eval.json`` keeps (``unseen``: the probe of names and numbers that
-    no training sentence has, kept as ``probe_unseen`` with every output)."""
+    no training sentence has, kept as ``probe_unseen`` with every output; ``learner``: titled
+    names and sentences without a final stop, kept as ``probe_learner``)."""
     evaluator = Evaluator(translator, beam_size)
     report: dict = {
         "tokenize": "zh",
@@ -377,6 +380,9 @@ def evaluate(
     if unseen:
         report["probe_unseen"] = evaluator.probe(unseen)
         log.info("probe_unseen %s", _summary(report["probe_unseen"]))
+    if learner:
+        report["probe_learner"] = evaluator.probe(learner)
+        log.info("probe_learner %s", _summary(report["probe_learner"]))
     if fixture is not None:
         report["fixture"] = fixture_report(translator, fixture, splits.test)
         log.info("fixture %s", report["fixture"])
@@ -401,6 +407,7 @@ def previous_figures(earlier: dict, label: tuple[str, str] | None = None) -> dic
         "probe": earlier.get("probe", {}),
         "probe_unseen": earlier.get("probe_unseen", {}),
         "no_stops": earlier.get("no_stops", {}),
+        "probe_learner": earlier.get("probe_learner", {}),
         "fixture": earlier.get("fixture"),
     }
 
@@ -415,6 +422,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--probe", type=Path, default=PROBE_FILE)
     parser.add_argument("--unseen", type=Path, default=UNSEEN_FILE,
                         help="probe of unseen names and numbers (skipped if the file is absent)")
+    parser.add_argument("--learner", type=Path, default=LEARNER_FILE,
+                        help="probe of titled names and sentences without a final stop (skipped if "
+                        "the file is absent)")
     parser.add_argument("--fixture", type=Path, default=FIXTURE_FILE)
     parser.add_argument("--write-fixture", action="store_true",
                         help="first (re)write --fixture from the rebuilt Tatoeba test split")
@@ -443,8 +453,9 @@ def main(argv: list[str] | None = None) -> None:
         "split": split_settings(settings),
     }
     unseen = read_table(args.unseen) if args.unseen.is_file() else None
+    learner = read_table(args.learner) if args.learner.is_file() else None
     report |= evaluate(translator, splits, seen, read_table(args.probe), fixture, args.beam,
-                       args.examples, unseen)
+                       args.examples, unseen, learner)
     report["minutes"] = round((time.perf_counter() - started) / 60, 2)
     if args.previous:
         report["previous"] = previous_figures(

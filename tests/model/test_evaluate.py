@@ -4,6 +4,7 @@ on a tiny random model and data written here (never ../shared)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import torch
@@ -119,6 +120,11 @@ numbers\tIt costs 25 dollars.\t这要25美元。
 everyday\tThe cat sits on the mat.\t猫坐在垫子上。
 """
 
+LEARNER = """category\tenglish\tchinese\tmust
+titles\tDr. Smith is here.\t史密斯医生在这里。\t
+no_stop\tThe cat sits on the mat\t猫坐在垫子上\t
+"""
+
 
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory):
@@ -132,8 +138,10 @@ def evaluated(tmp_path_factory):
     (checkpoint / "history.json").write_text(json.dumps(history), encoding="utf-8")
     (root / "probe.tsv").write_text(PROBE, encoding="utf-8")
     out, fixture = root / "eval.json", root / "fixture.tsv"
+    (root / "learner.tsv").write_text(LEARNER, encoding="utf-8")
     main(["--data", str(data), "--checkpoint", str(checkpoint), "--out", str(out),
-          "--probe", str(root / "probe.tsv"), "--fixture", str(fixture), "--write-fixture",
+          "--probe", str(root / "probe.tsv"), "--learner", str(root / "learner.tsv"),
+          "--fixture", str(fixture), "--write-fixture",
           "--examples", "2", "--threads", "1"])
     return json.loads(out.read_text(encoding="utf-8")), root
 
@@ -192,6 +200,28 @@ def test_report_keeps_every_probe_output_by_category(evaluated):
     assert [o["english"] for o in probe["outputs"]] == [
         "There are 365 days in a year.", "It costs 25 dollars.", "The cat sits on the mat."
     ]
+
+
+def test_report_keeps_the_learner_probe_by_category(evaluated):
+    learner = evaluated[0]["probe_learner"]
+    assert learner["pairs"] == 2 and set(learner["categories"]) == {"titles", "no_stop"}
+    assert [o["english"] for o in learner["outputs"]] == ["Dr. Smith is here.",
+                                                         "The cat sits on the mat"]
+    assert "kept" not in learner  # no row says what must come through
+
+
+def test_the_shipped_learner_probe_is_well_formed():
+    from model.training.evaluate import LEARNER_FILE
+
+    rows = read_table(LEARNER_FILE)
+    assert {r["category"] for r in rows} == {"titles", "no_stop"}
+    for row in rows:
+        assert set(row) == {"category", "english", "chinese", "must"}
+        assert all(item in row["chinese"] for item in row["must"].split(",") if item)
+        if row["category"] == "no_stop":
+            assert row["english"][-1] not in ".!?" and row["chinese"][-1] not in "。！？"
+        else:
+            assert re.search(r"\b(?:Mr|Mrs|Ms|Dr)\. [A-Z]|\bProfessor [A-Z]", row["english"])
 
 
 def test_fixture_is_written_from_the_tatoeba_test_split_and_scored(evaluated):
