@@ -339,8 +339,8 @@ def vary_latin(pairs: list[Pair], seed: int = 13, copies: int = 1) -> list[Pair]
     return varied
 
 
-_STOPS_EN = ".!?"
-_STOPS_ZH = "。！？.!?"
+STOPS_EN = ".!?"
+STOPS_ZH = "。！？.!?"
 
 
 def drop_final_stops(pairs: list[Pair], share: float, seed: int = 13) -> list[Pair]:
@@ -354,7 +354,7 @@ def drop_final_stops(pairs: list[Pair], share: float, seed: int = 13) -> list[Pa
     rng = random.Random(seed)
     stripped = []
     for pair in pairs:
-        english, chinese = pair.english.rstrip(_STOPS_EN), pair.chinese.rstrip(_STOPS_ZH)
+        english, chinese = pair.english.rstrip(STOPS_EN), pair.chinese.rstrip(STOPS_ZH)
         if (english != pair.english and chinese != pair.chinese and english and chinese
                 and rng.random() < share):
             stripped.append(Pair(english.rstrip(), chinese.rstrip(), pair.source))

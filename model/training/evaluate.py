@@ -28,6 +28,7 @@ from model.tokenizer import MAX_SOURCE_TOKENS, MAX_TARGET_TOKENS, ChineseTokeniz
 from model.training.data import (
     CEDICT_FILE,
     NEW_FILES,
+    STOPS_ZH,
     Pair,
     Splits,
     _english_key,
@@ -277,7 +278,11 @@ class Evaluator:
             results[decoding] = (outputs, time.perf_counter() - started)
         return results
 
-    def test_set(self, pairs: list[Pair], seen: set[str], examples: int) -> dict:
+    def test_set(self, pairs: list[Pair], seen: set[str], examples: int,
+                 strip_final: bool = False) -> dict:
+        """``strip_final``: score the outputs without their final 。！？ (the examples keep them),
+        for references that have none: whether a model ends a sentence typed without a full
+        stop with one is a matter of style, not of translation."""
         sources = [p.english for p in pairs]
         references = [p.chinese for p in pairs]
         outputs = self.translate(sources)
@@ -287,6 +292,8 @@ class Evaluator:
             "seen_in_training": sum(_english_key(s) in seen for s in sources),
         }
         for decoding, (hypotheses, seconds) in outputs.items():
+            if strip_final:
+                hypotheses = [h.rstrip(STOPS_ZH) for h in hypotheses]
             report[decoding] = _figures(hypotheses, references, seconds)
         report["examples"] = [
             {"english": sources[i], "reference": references[i]}
@@ -295,20 +302,25 @@ class Evaluator:
         ]
         return report
 
-    def probe(self, rows: list[dict[str, str]]) -> dict:
+    def probe(self, rows: list[dict[str, str]], strip_final: bool = False) -> dict:
+        """``strip_final``: a row whose reference has no final 。！？ is scored on its output
+        without one too (``outputs`` keeps the outputs as they were)."""
         sources = [r["english"] for r in rows]
         references = [r["chinese"] for r in rows]
         outputs = self.translate(sources)
+        scored = {decoding: [h.rstrip(STOPS_ZH) if strip_final and not r.endswith(tuple(STOPS_ZH))
+                             else h for h, r in zip(hypotheses, references, strict=True)]
+                  for decoding, (hypotheses, _) in outputs.items()}
         report: dict = {"pairs": len(rows)}
-        for decoding, (hypotheses, seconds) in outputs.items():
-            report[decoding] = _figures(hypotheses, references, seconds)
+        for decoding, (_, seconds) in outputs.items():
+            report[decoding] = _figures(scored[decoding], references, seconds)
         categories: dict[str, list[int]] = {}
         for index, row in enumerate(rows):
             categories.setdefault(row["category"], []).append(index)
         report["categories"] = {
             name: {"pairs": len(indices)}
             | {
-                decoding: _figures([outputs[decoding][0][i] for i in indices],
+                decoding: _figures([scored[decoding][i] for i in indices],
                                    [references[i] for i in indices])
                 for decoding in self.decodings
             }
@@ -367,13 +379,14 @@ def evaluate(
         report["sets"][name] = evaluator.test_set(pairs, seen, examples)
         log.info("%s %s", name, _summary(report["sets"][name]))
     # the everyday splits as a learner often types them: without the final . ! ? (and the
-    # references without their 。！？), the pairs that end in such a mark on both sides
+    # references without their 。！？), the pairs that end in such a mark on both sides; the
+    # outputs are scored without a final mark too (adding one is no error)
     report["no_stops"] = {}
     for name in NO_STOPS_SETS:
         pairs = drop_final_stops(splits.test_sets().get(name, []), 1.0)
         if not pairs:
             continue
-        report["no_stops"][name] = evaluator.test_set(pairs, seen, examples)
+        report["no_stops"][name] = evaluator.test_set(pairs, seen, examples, strip_final=True)
         log.info("%s without final stops %s", name, _summary(report["no_stops"][name]))
     report["probe"] = evaluator.probe(probe)
     log.info("probe %s", _summary(report["probe"]))
@@ -381,7 +394,7 @@ def evaluate(
         report["probe_unseen"] = evaluator.probe(unseen)
         log.info("probe_unseen %s", _summary(report["probe_unseen"]))
     if learner:
-        report["probe_learner"] = evaluator.probe(learner)
+        report["probe_learner"] = evaluator.probe(learner, strip_final=True)
         log.info("probe_learner %s", _summary(report["probe_learner"]))
     if fixture is not None:
         report["fixture"] = fixture_report(translator, fixture, splits.test)

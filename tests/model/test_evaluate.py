@@ -12,6 +12,7 @@ import torch
 from model.decoding import DecodingOptions, beam_batch, generate, pad
 from model.training.data import Pair
 from model.training.evaluate import (
+    bleu_chrf,
     fixture_pairs,
     is_repetitive,
     main,
@@ -189,6 +190,12 @@ def test_report_scores_the_everyday_splits_again_without_their_final_stops(evalu
             assert example["reference"] == with_stop["reference"].rstrip("。！？.!?")
             assert example["english"][-1] not in ".!?" and example["reference"][-1] not in "。！？"
         assert {"bleu", "chrf", "repetition_pct"} <= set(result["greedy"]) | set(result["beam4"])
+    # the outputs are scored without a final mark: the BLEU of the examples' outputs so stripped
+    hsk = report["no_stops"]["hsk_test"]
+    assert hsk["pairs"] == len(hsk["examples"]) == 1  # the example is the whole set
+    for decoding in ("greedy", "beam4"):
+        stripped = [e[decoding].rstrip("。！？.!?") for e in hsk["examples"]]
+        assert hsk[decoding]["bleu"] == bleu_chrf(stripped, [e["reference"] for e in hsk["examples"]])[0]
 
 def test_report_keeps_every_probe_output_by_category(evaluated):
     report, _ = evaluated
@@ -208,6 +215,13 @@ def test_report_keeps_the_learner_probe_by_category(evaluated):
     assert [o["english"] for o in learner["outputs"]] == ["Dr. Smith is here.",
                                                          "The cat sits on the mat"]
     assert "kept" not in learner  # no row says what must come through
+    # the row without a final stop is scored on its output without one, the titled row as it is
+    outputs = learner["outputs"]
+    for decoding in ("greedy", "beam4"):
+        assert learner["categories"]["no_stop"][decoding]["bleu"] == bleu_chrf(
+            [outputs[1][decoding].rstrip("。！？.!?")], ["猫坐在垫子上"])[0]
+        assert learner["categories"]["titles"][decoding]["bleu"] == bleu_chrf(
+            [outputs[0][decoding]], ["史密斯医生在这里。"])[0]
 
 
 def test_the_shipped_learner_probe_is_well_formed():
