@@ -406,26 +406,36 @@ def evaluation_view(evaluation: dict, t) -> dict | None:
             "examples": examples_view(figures.get("examples") or [],
                                       (before or {}).get("examples"), decodings, t),
         })
-    probe = evaluation.get("probe")
-    if probe:
-        before = None if previous is None else previous.get("probe") or {}
-        outputs = probe.get("outputs") or []
-        shown, seen = [], set()
-        for output in outputs:  # the first sentence of each category
-            if output.get("category") not in seen:
-                seen.add(output.get("category"))
-                shown.append(output)
-        view["probe"] = {
-            "pairs": probe.get("pairs"),
-            "caption": t("training.eval.pairs_line", pairs=f"{probe.get('pairs', 0):,}"),
-            "table": metrics_table(probe, before, decodings, t),
-            "categories": category_table(probe.get("categories") or {},
-                                         None if before is None else before.get("categories") or {},
-                                         decodings, t),
-            "examples": examples_view(shown[: len(seen) * PROBE_EXAMPLES_PER_CATEGORY],
-                                      (before or {}).get("outputs"), decodings, t),
-        }
+    view["probe"] = probe_view(evaluation.get("probe"), previous, "probe", decodings, t,
+                               PROBE_EXAMPLES_PER_CATEGORY)
+    view["learner"] = probe_view(evaluation.get("probe_learner"), previous, "probe_learner",
+                                 decodings, t, None)
     return view
+
+
+def probe_view(probe: dict | None, previous: dict | None, key: str, decodings: list[str], t,
+               per_category: int | None) -> dict | None:
+    """A probe set (eval.json's ``probe`` or ``probe_learner``): overall, per category, and the
+    first ``per_category`` outputs of each category (None: every output)."""
+    if not probe:
+        return None
+    before = None if previous is None else previous.get(key) or {}
+    outputs = probe.get("outputs") or []
+    shown, counts = [], {}
+    for output in outputs:
+        category = output.get("category")
+        counts[category] = counts.get(category, 0) + 1
+        if per_category is None or counts[category] <= per_category:
+            shown.append(output)
+    return {
+        "pairs": probe.get("pairs"),
+        "caption": t("training.eval.pairs_line", pairs=f"{probe.get('pairs', 0):,}"),
+        "table": metrics_table(probe, before, decodings, t),
+        "categories": category_table(probe.get("categories") or {},
+                                     None if before is None else before.get("categories") or {},
+                                     decodings, t),
+        "examples": examples_view(shown, (before or {}).get("outputs"), decodings, t),
+    }
 
 
 # -- figures --------------------------------------------------------------------------------------

@@ -143,6 +143,7 @@
       sets.replaceChildren(ITT.element("p", ITT.t("training.eval.none"), "muted"));
       previous.hidden = true;
       probe.hidden = true;
+      document.getElementById("eval-learner").hidden = true;
       return;
     }
     previous.hidden = !evaluation.previous;
@@ -158,15 +159,17 @@
       if (set.examples.length) article.appendChild(examples(set.examples));
       return article;
     }));
-    probe.hidden = !evaluation.probe;
-    if (evaluation.probe) {
-      setCard(document.getElementById("probe-overall"), "probe", "", evaluation.probe.caption,
-        evaluation.probe.table);
-      scoreTable(document.getElementById("probe-categories"), evaluation.probe.categories);
-      const shown = document.getElementById("probe-examples");
-      shown.replaceChildren(...(evaluation.probe.examples.length
-        ? [examples(evaluation.probe.examples)] : []));
-    }
+    drawProbe(probe, "probe", evaluation.probe);
+    drawProbe(document.getElementById("eval-learner"), "learner", evaluation.learner);
+  }
+
+  function drawProbe(section, prefix, set) {
+    section.hidden = !set;
+    if (!set) return;
+    setCard(document.getElementById(`${prefix}-overall`), prefix, "", set.caption, set.table);
+    scoreTable(document.getElementById(`${prefix}-categories`), set.categories);
+    document.getElementById(`${prefix}-examples`).replaceChildren(
+      ...(set.examples.length ? [examples(set.examples)] : []));
   }
 
   function drawScore(data) {

@@ -131,6 +131,7 @@ def test_gradient_norm_is_a_real_backward_pass(app_client, tiny_translator):
 
 
 def test_the_page_says_the_gradient_is_eval_mode(app_client):
+    app_client.cookies.clear()  # a language cookie another test left must not decide the language
     html = app_client.get("/training").text
     assert 'id="eval-mode"' in html and "dropout switched off" in html
 
@@ -347,6 +348,25 @@ def test_the_splits_typed_without_final_stops_get_their_own_cards_beside_their_b
     del evaluation["previous"]["no_stops"]  # an earlier eval.json without them: no before
     row = figs.evaluation_view(evaluation, Translate("en", "training"))["sets"][-1]["table"]["rows"][0]
     assert row[1] is None and row[3] is None
+
+
+def test_the_learner_probe_shows_every_output_beside_its_before():
+    from app.i18n import Translate
+
+    evaluation = made_up_evaluation(True)
+    outputs = [{"category": c, "english": f"Sentence {i}", "reference": "句子", "greedy": f"句{i}",
+                "beam4": f"句子{i}"} for i, c in enumerate(["titles", "titles", "no_stop"])]
+    evaluation["probe_learner"] = {"pairs": 3, **made_up_figures(40.0), "outputs": outputs,
+                                   "categories": {"titles": {"pairs": 2, **made_up_figures(30.0)},
+                                                  "no_stop": {"pairs": 1, **made_up_figures(50.0)}}}
+    evaluation["previous"]["probe_learner"] = {**made_up_figures(35.0), "outputs": outputs[:1]}
+    assert figs.evaluation_view(made_up_evaluation(True), Translate("en", "training"))["learner"] is None
+    learner = figs.evaluation_view(evaluation, Translate("zh", "training"))["learner"]
+    assert [e["english"] for e in learner["examples"]] == ["Sentence 0", "Sentence 1", "Sentence 2"]
+    assert [e["category"] for e in learner["examples"]] == ["名字前的称谓", "名字前的称谓", "句末无标点"]
+    assert len(learner["examples"][0]["outputs"]) == 4 and len(learner["examples"][1]["outputs"]) == 2
+    assert learner["table"]["rows"][0][1:3] == [35.0, 40.0]  # BLEU · greedy: before, now
+    assert [row[0] for row in learner["categories"]["rows"]] == ["名字前的称谓", "句末无标点"]
 
 
 def test_previous_label_in_the_readers_language():
