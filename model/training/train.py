@@ -305,6 +305,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--concat, --unlikelihood, --vary-names, --vary-titles and --vary-latin take "
                      "a number ≥ 0 "
                      "(a negative weight rewards repeating)")
+    if args.names_limit < 0 or args.titles_limit < 0:
+        parser.error("--names-limit and --titles-limit take a number of pairs ≥ 0")
     if not 0 <= args.drop_stops <= 1:
         parser.error("--drop-stops takes a share between 0 and 1")
     if args.average_init and args.init is None:

@@ -174,3 +174,13 @@ def test_a_drop_stops_share_outside_0_to_1_is_refused_before_any_training(tmp_pa
             train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
                         "--work", str(tmp_path / "w"), "--drop-stops", share])
         assert "--drop-stops takes a share between 0 and 1" in capsys.readouterr().err
+
+
+def test_a_negative_names_or_titles_limit_is_refused_before_any_training(tmp_path, capsys):
+    import pytest
+
+    for flag in ("--names-limit", "--titles-limit"):
+        with pytest.raises(SystemExit):
+            train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
+                        "--work", str(tmp_path / "w"), flag, "-5"])
+        assert "--names-limit and --titles-limit take a number of pairs ≥ 0" in capsys.readouterr().err
