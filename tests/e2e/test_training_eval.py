@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from tests.app.test_training import DECODINGS, METRIC_KEYS, SPLITS, made_up_evaluation
-from tests.e2e.conftest import running_server, shot
+from tests.e2e.conftest import ARTIFACTS, running_server, shot
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +90,84 @@ def test_without_test_sets_the_page_says_so(page, server):
     assert "python -m model.training.evaluate" in page.locator("#eval-sets").inner_text()
     assert page.locator("#eval-previous").is_hidden()
     assert page.locator("#eval-probe").is_hidden()
+
+
+def learner_evaluation() -> dict:
+    """The made-up eval.json plus the everyday split typed without its final stop and the
+    learner probe, each with its earlier checkpoint's figures."""
+    from tests.app.test_training import made_up_figures
+
+    evaluation = made_up_evaluation(True)
+    evaluation["no_stops"] = {"tatoeba_test": made_up_figures(9.75)}
+    evaluation["previous"]["no_stops"] = {"tatoeba_test": made_up_figures(4.5)}
+    outputs = [{"category": c, "english": f"Learner sentence {i}", "reference": f"学习者{i}",
+                "greedy": f"学{i}", "beam4": f"学习{i}"} for i, c in enumerate(["titles", "no_stop"])]
+    evaluation["probe_learner"] = {"pairs": 2, **made_up_figures(40.0), "outputs": outputs,
+                                   "categories": {"titles": {"pairs": 1, **made_up_figures(30.0)},
+                                                  "no_stop": {"pairs": 1, **made_up_figures(50.0)}}}
+    evaluation["previous"]["probe_learner"] = {
+        **made_up_figures(35.0), "outputs": [{**outputs[0], "greedy": "旧的"}],
+        "categories": {"titles": made_up_figures(20.0), "no_stop": made_up_figures(45.0)}}
+    return evaluation
+
+
+@pytest.fixture(scope="module")
+def learner_server(tiny_checkpoint, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("learner-eval") / "checkpoint"
+    shutil.copytree(tiny_checkpoint, folder)
+    (folder / "eval.json").write_text(json.dumps(learner_evaluation(), ensure_ascii=False),
+                                      encoding="utf-8")
+    with running_server(folder, "e2e-training-learner-server.log") as url:
+        yield url
+
+
+@pytest.mark.parametrize(("lang", "card_title", "section_title", "category"), [
+    ("en", "Tatoeba: everyday sentences, typed without the final full stop", "learner",
+     "titles before names"),
+    ("zh", "Tatoeba：日常句子（输入时不带句末标点）", "学习者", "名字前的称谓"),
+])
+def test_the_no_stop_card_and_the_learner_probe_show_eval_jsons_figures(
+        browser, learner_server, lang, card_title, section_title, category):
+    evaluation = learner_evaluation()
+    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
+    context.add_cookies([{"name": "lang", "value": lang, "url": learner_server}])
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{learner_server}/training")
+    page.locator("#evaluation > summary").click()  # folded on arrival
+    card = page.locator('#eval-sets article[data-set="tatoeba_test-no-stops"]')
+    card.wait_for()
+    assert card.locator("h3").inner_text() == card_title
+    rows = [r for r in card.locator("tbody tr").all() if r.locator("td").count()]
+    first = rows[0].locator("td").all_inner_texts()  # BLEU · greedy
+    before = evaluation["previous"]["no_stops"]["tatoeba_test"]["greedy"]["bleu"]
+    now = evaluation["no_stops"]["tatoeba_test"]["greedy"]["bleu"]
+    assert first == [shown(before), shown(now), shown(round(now - before, 2), True)]
+
+    learner = page.locator("#eval-learner")
+    assert learner.is_visible() and page.locator("#eval-probe").is_visible()
+    assert section_title in learner.locator("summary").first.inner_text().lower()
+    learner.locator("summary").first.click()
+    page.wait_for_selector("#learner-categories tbody tr")
+    categories = page.locator("#learner-categories tbody tr")
+    assert categories.count() == 2
+    cells = categories.first.locator("td").all_inner_texts()
+    assert categories.first.locator("th").inner_text() == category and cells[0] == "1"  # pairs
+    titles = evaluation["probe_learner"]["categories"]["titles"]["greedy"]["bleu"]
+    titles_before = evaluation["previous"]["probe_learner"]["categories"]["titles"]["greedy"]["bleu"]
+    assert cells[1] == f"{shown(titles)} ({shown(titles_before)})"
+    overall = [r for r in page.locator("#learner-overall tbody tr").all() if r.locator("td").count()]
+    overall = overall[0].locator("td").all_inner_texts()
+    assert overall[:2] == [shown(evaluation["previous"]["probe_learner"]["greedy"]["bleu"]),
+                           shown(evaluation["probe_learner"]["greedy"]["bleu"])]
+    page.locator("#learner-examples summary").click()
+    text = page.locator("#learner-examples").inner_text()
+    for output in evaluation["probe_learner"]["outputs"]:
+        assert output["english"] in text and output["greedy"] in text and output["beam4"] in text
+    assert "旧的" in text  # the earlier checkpoint's output beside today's
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    ARTIFACTS.mkdir(exist_ok=True)  # the section alone: a whole-page shot is 8,000 px tall
+    learner.screenshot(path=str(ARTIFACTS / f"training-learner-390-{lang}.png"))
+    context.close()
+    assert errors == []
