@@ -228,12 +228,14 @@ def test_the_shipped_learner_probe_is_well_formed():
     from model.training.evaluate import LEARNER_FILE
 
     rows = read_table(LEARNER_FILE)
-    assert {r["category"] for r in rows} == {"titles", "no_stop"}
+    assert {r["category"] for r in rows} == {"titles", "no_stop", "everyday"}
     for row in rows:
         assert set(row) == {"category", "english", "chinese", "must"}
         assert all(item in row["chinese"] for item in row["must"].split(",") if item)
         if row["category"] == "no_stop":
             assert row["english"][-1] not in ".!?" and row["chinese"][-1] not in "。！？"
+        elif row["category"] == "everyday":  # typed with their stop, a reference with one too
+            assert row["english"][-1] in ".!?" and row["chinese"][-1] in "。！？"
         else:
             assert re.search(r"\b(?:Mr|Mrs|Ms|Dr)\. [A-Z]|\bProfessor [A-Z]", row["english"])
 
