@@ -177,7 +177,8 @@ def file_sha256(path: Path) -> str:
 def split_settings(settings: dict) -> dict:
     """The training settings that decide the splits, with train.py's defaults where missing."""
     return {
-        "seed": int(settings.get("seed", 13)),
+        # runs from before --split-seed drew their splits with --seed
+        "seed": int(settings.get("split_seed", settings.get("seed", 13))),
         "test_size": int(settings.get("test_size", 1000)),
         "dev_size": int(settings.get("dev_size", 500)),
         "dictionary": bool(settings.get("dictionary", False)),
@@ -198,6 +199,7 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
     ``--concat``), to count any test sentence that training saw after all.
     """
     split = split_settings(settings)
+    draws = int(settings.get("seed", 13))  # the augmentations' seed, which may differ
     sizes = dict(
         seed=split["seed"], n_test=split["test_size"], n_dev=split["dev_size"],
         n_test_hsk=min(300, split["test_size"]),
@@ -223,20 +225,20 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
         train = train + rare_word_pairs(train, int(max_pairs), int(copies or 1))
     if settings.get("vary_names"):
         names = read_names(data / CEDICT_FILE, wide=bool(settings.get("names_wide")))
-        train = train + vary_names(train, names, int(settings["vary_names"]), split["seed"],
+        train = train + vary_names(train, names, int(settings["vary_names"]), draws,
                                    limit=int(settings.get("names_limit", 20000)))
     if settings.get("vary_titles"):
         train = train + vary_titles(train, read_names(data / CEDICT_FILE), int(settings["vary_titles"]),
-                                    split["seed"], limit=int(settings.get("titles_limit", 10000)))
+                                    draws, limit=int(settings.get("titles_limit", 10000)))
     if settings.get("vary_latin"):
-        train = train + vary_latin(train, split["seed"], int(settings["vary_latin"]))
+        train = train + vary_latin(train, draws, int(settings["vary_latin"]))
     if settings.get("drop_stops"):
-        train = train + drop_final_stops(train, float(settings["drop_stops"]), split["seed"])
+        train = train + drop_final_stops(train, float(settings["drop_stops"]), draws)
     if settings.get("vary_numbers"):
-        train = train + vary_numbers(train, split["seed"], int(settings.get("number_copies", 1)),
+        train = train + vary_numbers(train, draws, int(settings.get("number_copies", 1)),
                                      bool(settings.get("numbers_any_length")))
     if settings.get("concat"):
-        train = train + concatenate_pairs(train, int(settings["concat"]), split["seed"])
+        train = train + concatenate_pairs(train, int(settings["concat"]), draws)
     return splits, {_english_key(p.english) for p in train}
 
 

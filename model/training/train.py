@@ -291,7 +291,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="add N long examples, each a few training pairs joined end to end")
     parser.add_argument("--label", nargs=2, metavar=("EN", "ZH"),
                         help="what this run is, in English and Chinese (the /training page's stages)")
-    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--seed", type=int, default=13,
+                        help="shuffling, dropout and the augmentations' draws")
+    parser.add_argument("--split-seed", type=int, default=13,
+                        help="which sentences are held out for dev and test (every shipped stage "
+                        "used 13; a continued run must keep its --init checkpoint's)")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
     parser.add_argument("--test-size", type=int, default=1000, help="held-out test sentences")
     parser.add_argument("--dev-size", type=int, default=500, help="held-out dev sentences")
@@ -311,7 +315,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--drop-stops takes a share between 0 and 1")
     if args.average_init and args.init is None:
         parser.error("--average-init needs --init (the weights to average with)")
+    if args.init is not None:
+        held_out = init_split(args.init)
+        ours = {"split_seed": args.split_seed, "test_size": args.test_size, "dev_size": args.dev_size}
+        differ = [f"{name} {held_out[name]} (here {ours[name]})" for name in ours
+                  if held_out.get(name) is not None and held_out[name] != ours[name]]
+        if differ:
+            parser.error(f"{args.init} was trained with {', '.join(differ)}: other held-out "
+                         "splits would put its dev and test sentences into this run's training "
+                         "pairs; pass the same values")
     return args
+
+
+def init_split(checkpoint: Path) -> dict:
+    """How the checkpoint's training drew its held-out splits (its history.json's settings);
+    runs from before --split-seed drew them with --seed. Empty when nothing says."""
+    try:
+        settings = json.loads((checkpoint / "history.json").read_text(encoding="utf-8"))["settings"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {"split_seed": settings.get("split_seed", settings.get("seed")),
+            "test_size": settings.get("test_size"), "dev_size": settings.get("dev_size")}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -326,7 +350,7 @@ def main(argv: list[str] | None = None) -> None:
     splits = split_pairs(
         load_pairs(args.data, use_dictionary=args.dictionary, wide=not args.narrow,
                    bible=args.bible, new=not args.old_data),
-        seed=args.seed, n_test=args.test_size, n_dev=args.dev_size,
+        seed=args.split_seed, n_test=args.test_size, n_dev=args.dev_size,
         n_test_hsk=min(300, args.test_size),
     )
     train_pairs = splits.train[: args.limit] if args.limit else splits.train

@@ -184,3 +184,42 @@ def test_a_negative_names_or_titles_limit_is_refused_before_any_training(tmp_pat
             train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
                         "--work", str(tmp_path / "w"), flag, "-5"])
         assert "--names-limit and --titles-limit take a number of pairs ≥ 0" in capsys.readouterr().err
+
+
+def test_continuing_a_checkpoint_with_other_held_out_splits_is_refused(tmp_path, capsys):
+    """Another --split-seed (or, for runs from before it, another --seed) or other split sizes
+    would draw other dev/test sentences, so the run would train on the checkpoint's held-out
+    ones; the arguments are refused before any data is read."""
+    import pytest
+
+    from model.training.train import parse_args
+
+    init = tmp_path / "init"
+    init.mkdir()
+    common = ["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
+              "--work", str(tmp_path / "w"), "--init", str(init)]
+    for settings, argv, said in (
+        ({"seed": 12, "test_size": 1000, "dev_size": 500}, [], "split_seed 12 (here 13)"),
+        ({"split_seed": 13, "seed": 12, "test_size": 1000, "dev_size": 500},
+         ["--split-seed", "7"], "split_seed 13 (here 7)"),
+        ({"seed": 13, "test_size": 40, "dev_size": 500}, [], "test_size 40 (here 1000)"),
+    ):
+        (init / "history.json").write_text(json.dumps({"settings": settings}))
+        with pytest.raises(SystemExit):
+            parse_args([*common, *argv])
+        assert said in capsys.readouterr().err
+    # the training seed alone may change: shuffles and draws differ, the splits do not
+    (init / "history.json").write_text(json.dumps(
+        {"settings": {"seed": 13, "test_size": 1000, "dev_size": 500}}))
+    args = parse_args([*common, "--seed", "12"])
+    assert (args.seed, args.split_seed) == (12, 13)
+    (init / "history.json").unlink()  # nothing says how it was split: nothing to compare
+    assert parse_args(common).split_seed == 13
+
+
+def test_evaluation_rebuilds_the_splits_from_split_seed():
+    from model.training.evaluate import split_settings
+
+    assert split_settings({"seed": 12, "split_seed": 13})["seed"] == 13
+    assert split_settings({"seed": 12})["seed"] == 12  # a run from before --split-seed
+    assert split_settings({})["seed"] == 13
