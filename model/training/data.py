@@ -179,6 +179,13 @@ def _english_key(text: str) -> str:
     return re.sub(r"[^a-z0-9' ]", "", text.lower()).strip()
 
 
+def split_seed(settings: dict) -> int | None:
+    """The seed that drew a training run's held-out splits, from its history.json settings:
+    ``split_seed``; runs from before ``--split-seed`` drew them with ``seed``."""
+    seed = settings.get("split_seed", settings.get("seed"))
+    return None if seed is None else int(seed)
+
+
 def split_pairs(
     sources: dict[str, list[Pair]],
     seed: int = 13,

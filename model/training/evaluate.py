@@ -38,6 +38,7 @@ from model.training.data import (
     rare_word_pairs,
     read_names,
     split_pairs,
+    split_seed,
     vary_latin,
     vary_names,
     vary_numbers,
@@ -177,8 +178,7 @@ def file_sha256(path: Path) -> str:
 def split_settings(settings: dict) -> dict:
     """The training settings that decide the splits, with train.py's defaults where missing."""
     return {
-        # runs from before --split-seed drew their splits with --seed
-        "seed": int(settings.get("split_seed", settings.get("seed", 13))),
+        "seed": 13 if split_seed(settings) is None else split_seed(settings),
         "test_size": int(settings.get("test_size", 1000)),
         "dev_size": int(settings.get("dev_size", 500)),
         "dictionary": bool(settings.get("dictionary", False)),

@@ -35,7 +35,7 @@ from model.timeline import (
     weights_hash,
 )
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
-from model.training.data import load_pairs, split_pairs
+from model.training.data import load_pairs, split_pairs, split_seed
 from model.training.evaluate import bleu_chrf, file_sha256, translate_batch
 from model.transformer import TransformerConfig
 from model.translator import DEFAULT_CHECKPOINT, Translator
@@ -63,7 +63,7 @@ def dev_pairs(data: Path, settings: dict) -> list:
         load_pairs(data, use_dictionary=bool(settings.get("dictionary")),
                    wide=not settings.get("narrow"), bible=bool(settings.get("bible")),
                    new=not settings.get("old_data")),
-        seed=int(settings["seed"]), n_test=int(settings["test_size"]),
+        seed=split_seed(settings), n_test=int(settings["test_size"]),
         n_dev=int(settings["dev_size"]), n_test_hsk=min(300, int(settings["test_size"])),
     )
     return splits.dev_mix()

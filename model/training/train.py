@@ -32,6 +32,7 @@ from model.training.data import (
     rare_word_pairs,
     read_names,
     split_pairs,
+    split_seed,
     vary_latin,
     vary_names,
     vary_numbers,
@@ -328,13 +329,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def init_split(checkpoint: Path) -> dict:
-    """How the checkpoint's training drew its held-out splits (its history.json's settings);
-    runs from before --split-seed drew them with --seed. Empty when nothing says."""
+    """How the checkpoint's training drew its held-out splits (its history.json's settings).
+    Empty when nothing says."""
     try:
         settings = json.loads((checkpoint / "history.json").read_text(encoding="utf-8"))["settings"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}
-    return {"split_seed": settings.get("split_seed", settings.get("seed")),
+    return {"split_seed": split_seed(settings),
             "test_size": settings.get("test_size"), "dev_size": settings.get("dev_size")}
 
 

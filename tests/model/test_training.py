@@ -218,8 +218,27 @@ def test_continuing_a_checkpoint_with_other_held_out_splits_is_refused(tmp_path,
 
 
 def test_evaluation_rebuilds_the_splits_from_split_seed():
+    from model.training.data import split_seed
     from model.training.evaluate import split_settings
+
+    assert split_seed({"seed": 12, "split_seed": 0}) == 0
+    assert split_seed({"seed": "12"}) == 12 and split_seed({}) is None
 
     assert split_settings({"seed": 12, "split_seed": 13})["seed"] == 13
     assert split_settings({"seed": 12})["seed"] == 12  # a run from before --split-seed
     assert split_settings({})["seed"] == 13
+
+
+def test_the_timeline_packer_scores_the_dev_sentences_its_run_held_out(tmp_path):
+    """model/training/snapshots.py rebuilds a run's dev set from ``split_seed``, not ``seed``."""
+    from model.training.data import load_pairs, split_pairs
+    from model.training.snapshots import dev_pairs
+
+    _write_synthetic_data(tmp_path / "data")
+    settings = {"seed": 5, "split_seed": 13, "test_size": 40, "dev_size": 40, "narrow": True}
+    expected = split_pairs(load_pairs(tmp_path / "data", wide=False), seed=13, n_test=40,
+                           n_dev=40, n_test_hsk=40).dev_mix()
+    other = split_pairs(load_pairs(tmp_path / "data", wide=False), seed=5, n_test=40,
+                        n_dev=40, n_test_hsk=40).dev_mix()
+    assert expected != other  # the two seeds hold out different sentences here
+    assert dev_pairs(tmp_path / "data", settings) == expected
