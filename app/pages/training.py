@@ -34,7 +34,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import ENGLISH, ERRORS, MAX_TEXT_CHARS, Strict, TranslateRequest
-from model.training.schedule import noam_lr
+from model.training.schedule import learning_rate, run_total_steps
 
 router = APIRouter()
 PageText = page_text("training")
@@ -122,6 +122,7 @@ def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTML
                        reference=request.query_params.get("reference", "")[:200],
                        human_reference=human_reference(text[:200]), pairs=preset_pairs(),
                        clip=settings.get("clip", 1.0), warmup=settings.get("warmup", 1500),
+                       total_steps=run_total_steps(settings),
                        adam={**ADAM, "eps": f"{ADAM['eps']:.0e}".replace("e-0", "e-")},
                        beta1_steps=round(1 / (1 - ADAM["beta1"])),
                        beta2_steps=round(1 / (1 - ADAM["beta2"])))
@@ -169,15 +170,17 @@ def training_history(translator: TranslatorDep, t: PageText) -> dict:
                     + [warmup * 4])
     stride = max(1, last_step // SCHEDULE_POINTS)
     curve_steps = list(range(1, last_step + 1, stride))
-    # the training loop logs the rate used for step s, which LambdaLR computed as noam_lr(s)
-    curve_lr = [noam_lr(s, d, warmup, factor) for s in curve_steps]
+    total = run_total_steps(settings)
+    # the training loop logs the rate used for step s, which LambdaLR computed as learning_rate(s)
+    curve_lr = [learning_rate(s, d, warmup, factor, total) for s in curve_steps]
     step = t("common.step")
     names = t("training.schedule_names").split("|")
     return {
         "d_model": d,
         "warmup": warmup,
         "lr_factor": factor,
-        "peak_lr": noam_lr(warmup, d, warmup, factor),
+        "peak_lr": learning_rate(warmup, d, warmup, factor),
+        "decay": "linear" if total else "noam",
         "settings": public_settings(settings),
         "final": history.get("final"),
         "epochs": epochs,

@@ -39,7 +39,7 @@ from model.training.data import (
     vary_titles,
 )
 from model.training.evaluate import bleu_chrf, translate_batch
-from model.training.schedule import noam_lr
+from model.training.schedule import learning_rate
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, Transformer, TransformerConfig
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "checkpoints"
@@ -232,6 +232,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-tokens", type=int, default=3000)
     parser.add_argument("--warmup", type=int, default=1500)
     parser.add_argument("--lr-factor", type=float, default=1.0)
+    parser.add_argument("--decay", choices=("noam", "linear"), default="noam",
+                        help="after warmup: 1/sqrt(step) (the paper's), or linearly to zero at "
+                        "the last step of --epochs (for a run of a known length)")
     parser.add_argument("--label-smoothing", type=float, default=0.1)
     parser.add_argument("--clip", type=float, default=1.0)
     parser.add_argument("--unlikelihood", type=float, default=0.0, metavar="ALPHA",
@@ -426,11 +429,17 @@ def main(argv: list[str] | None = None) -> None:
     if initial is not None:
         model.load_state_dict(grown_state(model, initial), strict=True)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    if args.decay == "linear":  # batches per epoch vary by a few with the shuffle: one draw
+        settings["lr_total_steps"] = args.epochs * len(
+            make_batches(examples, args.batch_tokens, random.Random(args.seed)))
+    total = settings.get("lr_total_steps")
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: noam_lr(step + 1, config.d_model, args.warmup, args.lr_factor)
+        optimizer,
+        lambda step: learning_rate(step + 1, config.d_model, args.warmup, args.lr_factor, total),
     )
     history: dict = {
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "settings": settings,
         "config": asdict(config),
         "train_pairs": len(examples),
         "init": _init_record(args.init),

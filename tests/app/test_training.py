@@ -417,3 +417,36 @@ def test_the_shipped_history_reaches_back_to_random_weights(app_client):
     first = history["earlier_stages"][0]
     assert not first.get("init") and first["epochs"][0]["epoch"] == 1
     assert first["steps"][0]["step"] == 1
+
+
+def test_a_linear_decay_run_gets_its_own_curve_and_words(tiny_checkpoint, tiny_translator):
+    """A run trained with --decay linear: the drawn curve falls to zero at the run's planned last
+    step, the logged rates lie on it, and the page's text describes that schedule, not 1/√step."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+    from model.training.schedule import learning_rate
+    from model.translator import Translator
+
+    d = tiny_translator.config.d_model
+    history = {"settings": {"warmup": 40, "lr_factor": 2.0, "decay": "linear",
+                            "lr_total_steps": 300},
+               "steps": [{"step": s, "loss": 1.0, "grad_norm": 1.0, "epoch": 1,
+                          "lr": learning_rate(s, d, 40, 2.0, 300)} for s in range(1, 300, 7)],
+               "epochs": []}
+    translator = Translator(tiny_translator.model, tiny_translator.english,
+                            tiny_translator.chinese, history=history)
+    with TestClient(create_app(Settings(checkpoint=tiny_checkpoint), translator)) as client:
+        body = client.get("/api/training").json()
+        assert body["decay"] == "linear"
+        curve, logged = body["figures"]["schedule"]["data"]
+        on_curve = dict(zip(curve["x"], curve["y"], strict=True))
+        for step, lr in zip(logged["x"], logged["y"], strict=True):
+            assert lr == pytest.approx(on_curve[step])
+        assert max(curve["y"]) == pytest.approx(noam_lr(40, d, 40, 2.0), rel=0.05)
+        assert on_curve.get(300, 0.0) == 0.0 and curve["y"][-1] < 0.05 * max(curve["y"])
+        for lang, words in (("en", "to zero at step 300"), ("zh", "降到第 300 步")):
+            client.cookies.set("lang", lang)
+            page = client.get("/training").text
+            assert words in page and "1/√" not in page

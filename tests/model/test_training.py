@@ -3,6 +3,8 @@
 import json
 import random
 
+import pytest
+
 from model.decoding import DecodingOptions
 from model.training.train import main as train_main
 from model.translator import Translator
@@ -242,3 +244,42 @@ def test_the_timeline_packer_scores_the_dev_sentences_its_run_held_out(tmp_path)
                         n_dev=40, n_test_hsk=40).dev_mix()
     assert expected != other  # the two seeds hold out different sentences here
     assert dev_pairs(tmp_path / "data", settings) == expected
+
+
+def test_learning_rate_decays_linearly_to_zero_when_the_run_length_is_known():
+    """Warmup is the paper's either way; with a total the rate then falls on a straight line from
+    the warmup's peak to zero at the last step."""
+    from model.training.schedule import learning_rate, noam_lr
+
+    for step in (1, 50, 100):
+        assert learning_rate(step, 64, 100, 2.0, total=400) == noam_lr(step, 64, 100, 2.0)
+    peak = noam_lr(100, 64, 100, 2.0)
+    assert learning_rate(250, 64, 100, 2.0, total=400) == pytest.approx(peak / 2)
+    assert learning_rate(400, 64, 100, 2.0, total=400) == 0.0
+    assert learning_rate(401, 64, 100, 2.0, total=400) == 0.0
+    assert learning_rate(250, 64, 100, 2.0) == noam_lr(250, 64, 100, 2.0)
+
+
+def test_a_linear_decay_run_records_its_length_and_ends_near_zero(tmp_path):
+    """`--decay linear` plans the run's steps from --epochs, records them in history.json, and the
+    rates the loop logged lie on that schedule (what /training draws)."""
+    from model.training.schedule import learning_rate, run_total_steps
+
+    _write_synthetic_data(tmp_path / "data")
+    out = tmp_path / "checkpoint"
+    train_main([
+        "--data", str(tmp_path / "data"), "--out", str(out), "--work", str(tmp_path / "work"),
+        "--epochs", "3", "--batch-tokens", "150", "--warmup", "20", "--decay", "linear",
+        "--d-model", "32", "--heads", "2", "--layers", "1", "--d-ff", "64", "--dropout", "0",
+        "--en-vocab", "60", "--average", "1", "--test-size", "40", "--dev-size", "40",
+        "--no-progress", "--threads", "1", "--narrow",
+    ])
+    history = json.loads((out / "history.json").read_text())
+    total = run_total_steps(history["settings"])
+    last = history["epochs"][-1]["step"]
+    assert total and abs(total - last) <= 3, (total, last)  # batches per epoch vary by a shuffle
+    for logged in history["steps"]:
+        assert logged["lr"] == pytest.approx(learning_rate(logged["step"], 32, 20, 1.0, total))
+    after_warmup = [s["lr"] for s in history["steps"] if s["step"] > 20]
+    assert after_warmup == sorted(after_warmup, reverse=True) and len(after_warmup) >= 2
+    assert learning_rate(last, 32, 20, 1.0, total) <= 0.1 * learning_rate(20, 32, 20, 1.0)
