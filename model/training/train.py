@@ -39,7 +39,7 @@ from model.training.data import (
     vary_titles,
 )
 from model.training.evaluate import bleu_chrf, translate_batch
-from model.training.schedule import learning_rate
+from model.training.schedule import learning_rate, run_total_steps
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, Transformer, TransformerConfig
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "checkpoints"
@@ -433,7 +433,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.decay == "linear":  # batches per epoch vary by a few with the shuffle: one draw
         settings["lr_total_steps"] = args.epochs * len(
             make_batches(examples, args.batch_tokens, random.Random(args.seed)))
-    total = settings.get("lr_total_steps")
+    total = run_total_steps(settings)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer,
         lambda step: learning_rate(step + 1, config.d_model, args.warmup, args.lr_factor, total),
@@ -457,6 +457,9 @@ def main(argv: list[str] | None = None) -> None:
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
         history, step, start_epoch = state["history"], state["step"], state["epoch"] + 1
+        # the schedule planned when the run began, whatever --decay / --epochs say now: the rates
+        # stay on the curve /training draws from history.json
+        total = run_total_steps(history["settings"])
         rng.setstate(state["rng"])
         torch.set_rng_state(state["torch_rng"])
         within = state.get("within")  # saved part-way through epoch start_epoch

@@ -283,3 +283,35 @@ def test_a_linear_decay_run_records_its_length_and_ends_near_zero(tmp_path):
     after_warmup = [s["lr"] for s in history["steps"] if s["step"] > 20]
     assert after_warmup == sorted(after_warmup, reverse=True) and len(after_warmup) >= 2
     assert learning_rate(last, 32, 20, 1.0, total) <= 0.1 * learning_rate(20, 32, 20, 1.0)
+
+
+def test_a_resumed_linear_run_keeps_the_schedule_it_planned(tmp_path, monkeypatch):
+    """A linear-decay run stopped mid-epoch and started again with another --epochs stays on the
+    schedule recorded in its history.json (the one /training draws), not a re-planned one."""
+    import model.training.train as train
+    from model.training.schedule import learning_rate, run_total_steps
+
+    _write_synthetic_data(tmp_path / "data")
+    common = ["--data", str(tmp_path / "data"), "--batch-tokens", "150", "--warmup", "10",
+              "--decay", "linear", "--dropout", "0", "--d-model", "32", "--heads", "2",
+              "--layers", "1", "--d-ff", "64", "--en-vocab", "60", "--test-size", "40",
+              "--dev-size", "40", "--no-progress", "--threads", "1", "--narrow", "--average", "1",
+              "--save-every", "4", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "w")]
+    real_loss, calls = train.smoothed_cross_entropy, []
+
+    def dies_at_step_11(*args):
+        calls.append(1)
+        if len(calls) == 11:
+            raise RuntimeError("killed")
+        return real_loss(*args)
+
+    monkeypatch.setattr(train, "smoothed_cross_entropy", dies_at_step_11)
+    with pytest.raises(RuntimeError, match="killed"):
+        train_main([*common, "--epochs", "2"])
+    monkeypatch.setattr(train, "smoothed_cross_entropy", real_loss)
+    train_main([*common, "--epochs", "3"])
+    history = json.loads((tmp_path / "out" / "history.json").read_text())
+    total = run_total_steps(history["settings"])
+    assert total < history["epochs"][-1]["step"]  # planned for 2 epochs, ran 3: the rate hit zero
+    for logged in history["steps"]:
+        assert logged["lr"] == pytest.approx(learning_rate(logged["step"], 32, 10, 1.0, total))
