@@ -162,7 +162,8 @@ def timeline_summary(request: Request, translator: TranslatorDep, t: PageText) -
         "snapshots": [_public(entry, t) for entry in manifest["snapshots"]],
         "shipped": {"name": SHIPPED, "available": shipped_available(translator),
                     "label": t("timeline.shipped_label"), "stages": len(stages),
-                    "steps": steps or None, **(manifest.get("shipped") or {})},
+                    "steps": steps or None, "continues_run": continues_run(manifest, stages),
+                    **(manifest.get("shipped") or {})},
         "figure": curve_figure(manifest, [], t),
     }
 
@@ -198,6 +199,15 @@ def timeline_read(body: TimelineRequest, request: Request, engine: EngineDep,
     for view in views:
         view.pop("matrix")
     return answer
+
+
+def continues_run(manifest: dict, stages: list[dict]) -> bool:
+    """Whether the served model's first training stage is the timeline's run itself (same label,
+    same last step): then it carried on from the run's end, with the run's vocabularies."""
+    first = stages[0] if stages else {}
+    ended = (first.get("epochs") or [{}])[-1].get("step")
+    return bool(first.get("label")) and first.get("label") == manifest["run"].get("label") \
+        and ended is not None and ended == (manifest.get("epochs") or [{}])[-1].get("step")
 
 
 def _public(entry: dict, t) -> dict:

@@ -84,7 +84,8 @@
 
   function stopLine(stop) {
     if (stop.name === "shipped") {
-      return ITT.t("timeline.shipped_line", { stages: stop.stages, steps: ITT.number(stop.steps || 0) });
+      const key = stop.continues_run ? "timeline.shipped_line_continued" : "timeline.shipped_line";
+      return ITT.t(key, { stages: stop.stages, steps: ITT.number(stop.steps || 0) });
     }
     const parts = [ITT.t("timeline.at_line", {
       step: ITT.number(stop.step), epoch: stop.epoch ?? "0", minutes: ITT.number(stop.minutes ?? 0),

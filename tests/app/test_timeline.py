@@ -103,3 +103,16 @@ def test_the_page_renders_in_both_languages(app_client, lang):
     assert 'id="snapshot-slider"' in html and 'src="/static/js/timeline.js"' in html
     assert ("Watch it learn" if lang == "en" else "看它学会") in html
     assert 'href="/timeline"' in app_client.get("/training").text  # in the nav of every page
+
+
+def test_the_served_model_is_said_to_continue_the_run_only_when_its_first_stage_is_the_run():
+    from app.pages.timeline import continues_run
+
+    manifest = {"run": {"label": {"en": "from random weights"}}, "epochs": [{"step": 50}, {"step": 90}]}
+    run = {"label": {"en": "from random weights"}, "epochs": [{"step": 50}, {"step": 90}]}
+    later = {"label": {"en": "one more pass"}, "epochs": [{"step": 40}]}
+    assert continues_run(manifest, [run, later])
+    assert continues_run(manifest, [run])  # the served model is the run itself
+    assert not continues_run(manifest, [later, run])  # another line, the run somewhere after
+    assert not continues_run(manifest, [{**run, "epochs": [{"step": 50}]}, later])  # stopped earlier
+    assert not continues_run({"run": {"label": None}, "epochs": []}, [{"epochs": []}])
