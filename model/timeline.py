@@ -9,7 +9,7 @@ stored at all: it is the random initialisation, rebuilt from the config and the 
 packer checked that the rebuilt weights equal the run's own step-0 file, and kept their hash).
 
     timeline = Timeline.open()                  # None when the folder is absent
-    timeline.read("step000400", "The cat sits on the mat.")   # plain data, no tensors
+    timeline.read("step001000", "The cat sits on the mat.")   # plain data, no tensors
 
 A loaded snapshot is a float32 model kept in a small LRU (``cache_size`` models); loading and
 reading run wherever the caller runs them (the web app: on its engine's model thread).

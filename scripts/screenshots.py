@@ -31,7 +31,7 @@ PAGES = {
     "interpret": "/decode?why=1&step=0",
     "kv-cache": "/kv-cache",
     "training": "/training",
-    "timeline": "/timeline?text=The+woman+said+that+she+was+tired.&at=step001600&vs=step000400",
+    "timeline": "/timeline?text=The+woman+said+that+she+was+tired.&at=step003000&vs=step001000",
     "scale": "/scale",
 }
 # Pages whose interesting part starts below the controls: scroll there before the shot.

@@ -8,7 +8,7 @@ where their translations part and how their attention differs. A snapshot is loa
 asked for (on the engine's model thread, admitted and cancellable like every model call) and kept
 in the timeline's small LRU; readings are kept in a bounded cache here.
 
-The page's state is its URL: ``/timeline?text=…&at=step000400&vs=shipped&layer=2&head=3``.
+The page's state is its URL: ``/timeline?text=…&at=step001000&vs=shipped&layer=2&head=3``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 /* /timeline: the sentence in the box through the model as it was at a few steps of its training.
    State lives in the URL (besides the sentence every page carries):
-     at=step000400     the snapshot shown (the first when absent; "shipped": the served model)
+     at=step001000     the snapshot shown (the first when absent; "shipped": the served model)
      vs=shipped        a second one beside it (none when absent)
      layer=2           the decoder layer whose cross-attention is drawn (0-based; the last when absent)
      head=1            one head of it (0-based; the mean of its heads when absent)
