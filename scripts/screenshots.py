@@ -21,6 +21,13 @@ from bench.page_bench import CHROMIUM_ARGS, TRACK_FETCH  # noqa: E402
 from bench.server import LiveServer  # noqa: E402
 from model.translator import DEFAULT_CHECKPOINT  # noqa: E402
 
+
+def shown(path: Path) -> str:
+    """The file's path as printed: relative to the project when inside it, else as it is."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 PAGES = {
     "pipeline": "/pipeline",
     "tokens": "/tokens",
@@ -70,7 +77,7 @@ def xray_shots(browser, url: str, out: Path) -> None:
         path = out / (f"{name}.jpg" if width >= 1000 and "zoom=" not in query else f"{name}.png")
         extra = {"type": "jpeg", "quality": 72} if path.suffix == ".jpg" else {}
         page.screenshot(path=str(path), animations="disabled", **extra)
-        print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1024:.0f} KB")
+        print(f"{shown(path)}: {path.stat().st_size / 1024:.0f} KB")
         context.close()
 
 
@@ -109,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
             page.wait_for_timeout(300)  # let Plotly finish its transitions
             path = args.out / f"{name}.png"
             page.screenshot(path=str(path), animations="disabled")
-            print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1024:.0f} KB")
+            print(f"{shown(path)}: {path.stat().st_size / 1024:.0f} KB")
         browser.close()
 
 
