@@ -231,7 +231,8 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
         train = train + vary_titles(train, read_names(data / CEDICT_FILE), int(settings["vary_titles"]),
                                     draws, limit=int(settings.get("titles_limit", 10000)))
     if settings.get("vary_latin"):
-        train = train + vary_latin(train, draws, int(settings["vary_latin"]))
+        train = train + vary_latin(train, draws, int(settings["vary_latin"]),
+                                   float(settings.get("latin_short") or 0.0))
     if settings.get("drop_stops"):
         train = train + drop_final_stops(train, float(settings["drop_stops"]), draws)
     if settings.get("vary_numbers"):

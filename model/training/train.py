@@ -282,6 +282,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--vary-latin", type=int, default=0, metavar="COPIES",
                         help="add COPIES copies of each pair whose Chinese keeps an English word "
                         "as it is (AI, COVID-19), the word swapped for a random one of its shape")
+    parser.add_argument("--latin-short", type=float, default=0.0, metavar="SHARE",
+                        help="with --vary-latin, swap this share (0–1) of the words of capitals "
+                        "for a 2–3-letter acronym, half of them beginning with A or I (AI is read "
+                        "as a + ##i, like the article)")
     parser.add_argument("--drop-stops", type=float, default=0.0, metavar="SHARE",
                         help="add a copy of this share (0–1) of the pairs that end in . ! or ? on "
                         "both sides, without those final marks (learners often type none)")
@@ -317,6 +321,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--names-limit and --titles-limit take a number of pairs ≥ 0")
     if not 0 <= args.drop_stops <= 1:
         parser.error("--drop-stops takes a share between 0 and 1")
+    if not 0 <= args.latin_short <= 1:
+        parser.error("--latin-short takes a share between 0 and 1")
     if args.average_init and args.init is None:
         parser.error("--average-init needs --init (the weights to average with)")
     if args.init is not None:
@@ -377,7 +383,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"titles: {len(titled)} copies with a title before a name", flush=True)
         train_pairs = train_pairs + titled
     if args.vary_latin:
-        latin = vary_latin(train_pairs, args.seed, args.vary_latin)
+        latin = vary_latin(train_pairs, args.seed, args.vary_latin, args.latin_short)
         print(f"latin words: {len(latin)} copies with a kept English word swapped", flush=True)
         train_pairs = train_pairs + latin
     if args.drop_stops:

@@ -77,6 +77,21 @@ def test_vary_latin_swaps_a_kept_english_word_on_both_sides_for_one_of_its_shape
 
 
 
+def test_vary_latin_short_swaps_words_of_capitals_for_short_acronyms_and_zero_draws_as_before():
+    pairs = [Pair("The WHO and COVID-19 tests.", "WHO和COVID-19检测。", "tico")]
+    assert vary_latin(pairs, seed=4, copies=40, short=0.0) == vary_latin(pairs, seed=4, copies=40)
+    varied = vary_latin(pairs, seed=4, copies=200, short=1.0)
+    acronyms = []
+    for pair in varied:
+        who, covid = re.fullmatch(r"The ([A-Z]+) and ([A-Z]{5}-\d\d) tests\.", pair.english).groups()
+        assert pair.chinese == f"{who}和{covid}检测。"
+        acronyms.append(who)
+    assert all(2 <= len(word) <= 3 for word in acronyms)  # every word of capitals: short
+    first = [word[0] for word in acronyms]
+    assert 0.4 < sum(letter in "AI" for letter in first) / len(first) < 0.75  # half A/I, + chance
+    assert len(set(acronyms)) > 100
+
+
 def test_drop_final_stops_copies_a_share_of_the_pairs_without_their_final_marks_on_both_sides():
     pairs = [Pair(f"I love AI {i}.", f"我爱AI {i}。", "tatoeba") for i in range(400)] + [
         Pair("Is it true?!", "是真的吗？！", "tatoeba"),
