@@ -10,6 +10,7 @@ averaged, and the better of "last" and "averaged" on dev is shipped to ``--out``
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import random
 import shutil
@@ -43,6 +44,24 @@ from model.training.schedule import learning_rate, run_total_steps
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, Transformer, TransformerConfig
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "checkpoints"
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc's malloc to keep the memory training frees, for the next step to reuse.
+
+    A step allocates and frees tensors of tens of megabytes (the logits of a 3,000-token batch
+    and their gradients are 51 MB each). By default glibc maps every block over 32 MB afresh and
+    unmaps it when freed, so each step faults ~60,000 new pages in, which the kernel zeroes: on
+    the 2-core VM of 2026-12-04 that was a third to half of the CPU time (1.79 s a step; with
+    this, 1.41 s, the same run resumed). Off: no block is mapped on its own and the heap's top
+    is never handed back. Memory stays at the run's peak, which it reaches anyway. Returns
+    whether it applied (glibc's Linux only; elsewhere training runs as before)."""
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return False
+    m_trim_threshold, m_mmap_max = -1, -4  # glibc's <malloc.h>
+    return bool(mallopt(m_mmap_max, 0)) and bool(mallopt(m_trim_threshold, 2**31 - 1))
 
 
 def smoothed_cross_entropy(logits: Tensor, labels: Tensor, smoothing: float) -> Tensor:
@@ -350,6 +369,7 @@ def init_split(checkpoint: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    keep_freed_memory()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)

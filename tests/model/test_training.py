@@ -315,3 +315,40 @@ def test_a_resumed_linear_run_keeps_the_schedule_it_planned(tmp_path, monkeypatc
     assert total < history["epochs"][-1]["step"]  # planned for 2 epochs, ran 3: the rate hit zero
     for logged in history["steps"]:
         assert logged["lr"] == pytest.approx(learning_rate(logged["step"], 32, 10, 1.0, total))
+
+
+def test_a_latin_short_share_outside_0_to_1_is_refused_before_any_training(tmp_path, capsys):
+    for share in ("-0.5", "2"):
+        with pytest.raises(SystemExit):
+            train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
+                        "--work", str(tmp_path / "w"), "--latin-short", share])
+        assert "--latin-short takes a share between 0 and 1" in capsys.readouterr().err
+
+
+KEEP_FREED = """
+import resource, sys, torch
+from model.training.train import keep_freed_memory
+applied = keep_freed_memory() if sys.argv[1] == "keep" else None
+torch.empty(3000, 4256).fill_(1.0)  # the logits of a 3,000-token batch, 51 MB
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(10):
+    torch.empty(3000, 4256).fill_(1.0)
+print(applied, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"), reason="glibc's malloc")
+def test_training_keeps_freed_memory_so_a_steps_large_tensors_fault_no_new_pages():
+    """A 51 MB block freed and allocated again ten times: by default glibc maps it afresh every
+    time (12,500 pages faulted in each); after keep_freed_memory() the freed memory is reused."""
+    import subprocess
+    import sys
+
+    def faults(mode: str) -> tuple[str, int]:
+        out = subprocess.run([sys.executable, "-c", KEEP_FREED, mode], capture_output=True,
+                             text=True, check=True).stdout.split()
+        return out[0], int(out[1])
+
+    assert faults("default")[1] > 10 * 10_000  # ~12,500 pages a block, every time
+    applied, kept = faults("keep")
+    assert applied == "True" and kept < 2 * 12_500  # at most a block's worth once, not ten
