@@ -52,8 +52,8 @@ def keep_freed_memory() -> bool:
     A step allocates and frees tensors of tens of megabytes (the logits of a 3,000-token batch
     and their gradients are 51 MB each). By default glibc maps every block over 32 MB afresh and
     unmaps it when freed, so each step faults ~60,000 new pages in, which the kernel zeroes: on
-    the 2-core VM of 2026-12-04, ~39,000 faults a second and half the CPU time in the kernel; with
-    this, none and ~0 %, and 500 steps of the same run took 13.2 min instead of 14.9 (1.79 →
+    the 2-core VM of 2026-12-04, ~39,000 faults a second; with this, none (vmstat: 0 % system
+    time), and 500 steps of the same run took 13.2 min instead of 14.9 (1.79 →
     1.59 s a step). Off: no block is mapped on its own and the heap's top
     is never handed back. Memory stays at the run's peak, which it reaches anyway. Returns
     whether it applied (glibc's Linux only; elsewhere training runs as before)."""
