@@ -502,6 +502,36 @@ def vary_names(
     return varied[:limit]
 
 
+def vary_acronyms(
+    pairs: list[Pair], names: dict[str, str], copies: int = 1, seed: int = 13, limit: int = 8000
+) -> list[Pair]:
+    """Up to ``limit`` extra pairs (``copies`` per pair) in which one person's name found on both
+    sides (Tom / 汤姆) becomes a short acronym kept as it is on both sides: "I love Tom." /
+    我爱汤姆。 → "I love AI." / 我爱AI。
+
+    The acronyms in the data sit in long technical sentences (COVID-19, CNN in the news), so the
+    model has not seen one where a learner types it — "I love AI." came out as 我爱一个。, "AI"
+    read as the article "a" (:func:`_short_acronym`). Acronyms whose lowercase form is an English
+    word of the data ("IT", "AN", "AM") are never drawn: the tokenizer lowercases, and "I love
+    IT." must not teach the model to copy the pronoun "it"."""
+    rng = random.Random(seed)
+    words = {w.lower() for p in pairs for w in re.findall(r"[A-Za-z]+", p.english)}
+    varied = []
+    for pair in [p for p in pairs for _ in range(copies)]:
+        found = sorted(w for w in set(re.findall(r"\b[A-Z][a-z]+\b", pair.english))
+                       if w in names and names[w] in pair.chinese)
+        if not found:
+            continue
+        word = rng.choice(found)
+        acronym = _short_acronym(rng)
+        while acronym.lower() in words:
+            acronym = _short_acronym(rng)
+        english = re.sub(rf"\b{word}\b", acronym, pair.english)
+        varied.append(Pair(english, pair.chinese.replace(names[word], acronym), pair.source))
+    rng.shuffle(varied)
+    return varied[:limit]
+
+
 # an English title before a name, its Chinese after it (Dr. Patel → 帕特尔博士)
 TITLES = (("Mr.", "先生"), ("Mrs.", "太太"), ("Ms.", "女士"), ("Dr.", "博士"), ("Dr.", "医生"),
           ("Professor", "教授"))

@@ -34,6 +34,7 @@ from model.training.data import (
     read_names,
     split_pairs,
     split_seed,
+    vary_acronyms,
     vary_latin,
     vary_names,
     vary_numbers,
@@ -299,6 +300,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "that name swapped for another with a title (Dr. X / X博士)")
     parser.add_argument("--titles-limit", type=int, default=10000, metavar="N",
                         help="at most N titled pairs")
+    parser.add_argument("--vary-acronyms", type=int, default=0, metavar="COPIES",
+                        help="add COPIES copies of each pair with a person's name on both sides, "
+                        "that name swapped for a short acronym kept on both sides (I love AI. / 我爱AI。)")
+    parser.add_argument("--acronyms-limit", type=int, default=8000, metavar="N",
+                        help="at most N acronym pairs")
     parser.add_argument("--vary-latin", type=int, default=0, metavar="COPIES",
                         help="add COPIES copies of each pair whose Chinese keeps an English word "
                         "as it is (AI, COVID-19), the word swapped for a random one of its shape")
@@ -333,12 +339,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "(a run killed mid-epoch resumes at its last save; 0: only after epochs)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    if min(args.concat, args.unlikelihood, args.vary_names, args.vary_latin, args.vary_titles) < 0:
-        parser.error("--concat, --unlikelihood, --vary-names, --vary-titles and --vary-latin take "
+    if min(args.concat, args.unlikelihood, args.vary_names, args.vary_latin, args.vary_titles,
+           args.vary_acronyms) < 0:
+        parser.error("--concat, --unlikelihood, --vary-names, --vary-titles, --vary-acronyms and "
+                     "--vary-latin take "
                      "a number ≥ 0 "
                      "(a negative weight rewards repeating)")
-    if args.names_limit < 0 or args.titles_limit < 0:
-        parser.error("--names-limit and --titles-limit take a number of pairs ≥ 0")
+    if args.names_limit < 0 or args.titles_limit < 0 or args.acronyms_limit < 0:
+        parser.error("--names-limit, --titles-limit and --acronyms-limit take a number of pairs ≥ 0")
     if not 0 <= args.drop_stops <= 1:
         parser.error("--drop-stops takes a share between 0 and 1")
     if not 0 <= args.latin_short <= 1:
@@ -403,6 +411,11 @@ def main(argv: list[str] | None = None) -> None:
                              args.seed, limit=args.titles_limit)
         print(f"titles: {len(titled)} copies with a title before a name", flush=True)
         train_pairs = train_pairs + titled
+    if args.vary_acronyms:
+        acronyms = vary_acronyms(train_pairs, read_names(args.data / CEDICT_FILE), args.vary_acronyms,
+                                 args.seed, limit=args.acronyms_limit)
+        print(f"acronyms: {len(acronyms)} copies with a name swapped for an acronym", flush=True)
+        train_pairs = train_pairs + acronyms
     if args.vary_latin:
         latin = vary_latin(train_pairs, args.seed, args.vary_latin, args.latin_short)
         print(f"latin words: {len(latin)} copies with a kept English word swapped", flush=True)

@@ -8,6 +8,7 @@ from model.training.data import (
     concatenate_pairs,
     drop_final_stops,
     read_names,
+    vary_acronyms,
     vary_latin,
     vary_names,
     vary_numbers,
@@ -234,3 +235,27 @@ def test_rare_word_pairs_copy_the_everyday_pairs_with_a_rare_word():
     no_tail = [Pair("I like tea.", "我喜欢茶。", "hsk"), Pair("Tea? I like tea.", "茶？我喜欢。", "hsk"),
                news]
     assert rare_word_pairs(no_tail, max_pairs=1) == []
+
+
+def test_vary_acronyms_puts_a_short_acronym_where_a_name_was_on_both_sides():
+    names = {"Tom": "汤姆", "Mary": "玛丽"}
+    pairs = [Pair("I love Tom.", "我爱汤姆。", "tatoeba"),
+             Pair("Mary and Tom are here.", "玛丽和汤姆在这里。", "tatoeba"),
+             Pair("It is an apple, am I right?", "这是个苹果，我说得对吗？", "tatoeba"),
+             Pair("I like tea.", "我喜欢茶。", "tatoeba")]  # no name
+    varied = vary_acronyms(pairs, names, copies=300, seed=3, limit=10000)
+    assert len(varied) == 600
+    acronyms = set()
+    for pair in varied:
+        english = re.fullmatch(r"I love ([A-Z]{2,3})\.|(?:Mary and ([A-Z]{2,3})|([A-Z]{2,3}) and Tom) "
+                               r"are here\.", pair.english)
+        assert english, pair.english
+        acronym = next(filter(None, english.groups()))
+        acronyms.add(acronym)
+        assert acronym in pair.chinese and pair.chinese.count("汤姆") + pair.chinese.count("玛丽") == (
+            0 if pair.english.startswith("I love") else 1)
+    # the data's own words are never drawn: "IT" would teach the model to copy the pronoun "it"
+    assert not {"IT", "IS", "AN", "AM", "I"} & acronyms
+    assert sum(a[0] in "AI" for a in acronyms) > 10 and any(a[0] not in "AI" for a in acronyms)
+    assert vary_acronyms(pairs, names, copies=300, seed=3, limit=10000) == varied
+    assert len(vary_acronyms(pairs, names, copies=300, seed=3, limit=9)) == 9
