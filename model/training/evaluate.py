@@ -195,8 +195,8 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
     depend on it. A checkpoint trained before the wider domains existed has no ``narrow``
     setting: it saw Tatoeba and HSK only, so every domain is held-out text for it too. The
     training sentences are rebuilt as training built them (narrow or wide, ``--limit``,
-    ``--upsample``, ``--rare-words``, ``--vary-names``, ``--vary-titles``, ``--vary-acronyms``,
-    ``--vary-latin``, ``--drop-stops``, ``--vary-numbers``,
+    ``--upsample``, ``--rare-words``, ``--vary-names``, ``--vary-titles``, ``--vary-latin``,
+    ``--vary-acronyms``, ``--drop-stops``, ``--vary-numbers``,
     ``--concat``), to count any test sentence that training saw after all.
     """
     split = split_settings(settings)
@@ -231,12 +231,12 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
     if settings.get("vary_titles"):
         train = train + vary_titles(train, read_names(data / CEDICT_FILE), int(settings["vary_titles"]),
                                     draws, limit=int(settings.get("titles_limit", 10000)))
-    if settings.get("vary_acronyms"):
-        train = train + vary_acronyms(train, read_names(data / CEDICT_FILE), int(settings["vary_acronyms"]),
-                                      draws, limit=int(settings.get("acronyms_limit", 8000)))
     if settings.get("vary_latin"):
         train = train + vary_latin(train, draws, int(settings["vary_latin"]),
                                    float(settings.get("latin_short") or 0.0))
+    if settings.get("vary_acronyms"):
+        train = train + vary_acronyms(train, read_names(data / CEDICT_FILE), int(settings["vary_acronyms"]),
+                                      draws, limit=int(settings.get("acronyms_limit", 8000)))
     if settings.get("drop_stops"):
         train = train + drop_final_stops(train, float(settings["drop_stops"]), draws)
     if settings.get("vary_numbers"):

@@ -411,15 +411,15 @@ def main(argv: list[str] | None = None) -> None:
                              args.seed, limit=args.titles_limit)
         print(f"titles: {len(titled)} copies with a title before a name", flush=True)
         train_pairs = train_pairs + titled
+    if args.vary_latin:
+        latin = vary_latin(train_pairs, args.seed, args.vary_latin, args.latin_short)
+        print(f"latin words: {len(latin)} copies with a kept English word swapped", flush=True)
+        train_pairs = train_pairs + latin
     if args.vary_acronyms:
         acronyms = vary_acronyms(train_pairs, read_names(args.data / CEDICT_FILE), args.vary_acronyms,
                                  args.seed, limit=args.acronyms_limit)
         print(f"acronyms: {len(acronyms)} copies with a name swapped for an acronym", flush=True)
         train_pairs = train_pairs + acronyms
-    if args.vary_latin:
-        latin = vary_latin(train_pairs, args.seed, args.vary_latin, args.latin_short)
-        print(f"latin words: {len(latin)} copies with a kept English word swapped", flush=True)
-        train_pairs = train_pairs + latin
     if args.drop_stops:
         stops = drop_final_stops(train_pairs, args.drop_stops, args.seed)
         print(f"final stops: {len(stops)} copies without the final . ! ? / 。！？", flush=True)
