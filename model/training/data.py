@@ -502,20 +502,61 @@ def vary_names(
     return varied[:limit]
 
 
+_ACRONYM_IN_GLOSS = re.compile(r"^(.*?)\s*\(([A-Z]{2,5})\)$")  # /artificial intelligence (AI)/
+_SPELLED_OUT_SKIP = {"of", "and", "the", "for", "in", "on", "to", "a", "an", "&"}
+
+
+def _spells_out(expansion: str, acronym: str) -> bool:
+    """Whether the last words of ``expansion`` begin with the acronym's letters ("World Health
+    Organization" / WHO), small words skipped — unlike a gloss's domain tag ("san'ao decoction
+    (TCM)" is a term of Chinese medicine, not what TCM stands for)."""
+    words = [w for w in re.findall(r"[A-Za-z]+(?:'[a-z]+)?", expansion)
+             if w.lower() not in _SPELLED_OUT_SKIP]
+    return len(words) >= len(acronym) and "".join(
+        w[0] for w in words[-len(acronym):]).upper() == acronym
+
+
+def read_acronyms(path: Path) -> dict[str, str]:
+    """English acronym → the Chinese term it stands for, from CC-CEDICT entries whose gloss spells
+    the acronym out: 人工智能 /artificial intelligence (AI)/, 个人电脑 /personal computer/PC/,
+    世界卫生组织 /World Health Organization (WHO)/ (the first such headword of each acronym;
+    headwords of Chinese characters only)."""
+    terms: dict[str, str] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            match = re.match(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$", line)
+            if not match or not re.fullmatch(r"[\u4e00-\u9fff]{2,10}", match.group(2)):
+                continue
+            glosses = match.group(4).split("/")
+            for gloss in glosses:
+                inline = _ACRONYM_IN_GLOSS.match(gloss)
+                if inline and _spells_out(inline.group(1), inline.group(2)):
+                    terms.setdefault(inline.group(2), match.group(2))
+                elif re.fullmatch(r"[A-Z]{2,5}", gloss) and any(
+                        _spells_out(other, gloss) for other in glosses if other != gloss):
+                    terms.setdefault(gloss, match.group(2))
+    return terms
+
+
 def vary_acronyms(
-    pairs: list[Pair], names: dict[str, str], copies: int = 1, seed: int = 13, limit: int = 8000
+    pairs: list[Pair], names: dict[str, str], copies: int = 1, seed: int = 13, limit: int = 8000,
+    terms: dict[str, str] | None = None, term_share: float = 0.0,
 ) -> list[Pair]:
     """Up to ``limit`` extra pairs (``copies`` per pair) in which one person's name found on both
-    sides (Tom / 汤姆) becomes a short acronym kept as it is on both sides: "I love Tom." /
-    我爱汤姆。 → "I love AI." / 我爱AI。
+    sides (Tom / 汤姆) becomes a short acronym: "I love Tom." / 我爱汤姆。 → "I love AI." /
+    我爱AI。, the acronym kept as it is on both sides — or, for a ``term_share`` (0–1) of them,
+    one of ``terms`` (:func:`read_acronyms`) with the Chinese term it stands for: "I love AI." /
+    我爱人工智能。
 
     The acronyms in the data sit in long technical sentences (COVID-19, CNN in the news), so the
     model has not seen one where a learner types it — "I love AI." came out as 我爱一个。, "AI"
     read as the article "a" (:func:`_short_acronym`). Acronyms whose lowercase form is an English
     word of the data ("IT", "AN", "AM") are never drawn: the tokenizer lowercases, and "I love
-    IT." must not teach the model to copy the pronoun "it"."""
+    IT." must not teach the model to copy the pronoun "it". ``term_share`` 0 draws exactly as
+    before it existed."""
     rng = random.Random(seed)
     words = {w.lower() for p in pairs for w in re.findall(r"[A-Za-z]+", p.english)}
+    known = sorted(a for a in terms or {} if a.lower() not in words)
     varied = []
     for pair in [p for p in pairs for _ in range(copies)]:
         found = sorted(w for w in set(re.findall(r"\b[A-Z][a-z]+\b", pair.english))
@@ -523,11 +564,16 @@ def vary_acronyms(
         if not found:
             continue
         word = rng.choice(found)
-        acronym = _short_acronym(rng)
-        while acronym.lower() in words:
+        if known and term_share and rng.random() < term_share:
+            acronym = rng.choice(known)
+            chinese = terms[acronym]
+        else:
             acronym = _short_acronym(rng)
+            while acronym.lower() in words:
+                acronym = _short_acronym(rng)
+            chinese = acronym
         english = re.sub(rf"\b{word}\b", acronym, pair.english)
-        varied.append(Pair(english, pair.chinese.replace(names[word], acronym), pair.source))
+        varied.append(Pair(english, pair.chinese.replace(names[word], chinese), pair.source))
     rng.shuffle(varied)
     return varied[:limit]
 

@@ -36,6 +36,7 @@ from model.training.data import (
     drop_final_stops,
     load_pairs,
     rare_word_pairs,
+    read_acronyms,
     read_names,
     split_pairs,
     split_seed,
@@ -235,8 +236,11 @@ def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
         train = train + vary_latin(train, draws, int(settings["vary_latin"]),
                                    float(settings.get("latin_short") or 0.0))
     if settings.get("vary_acronyms"):
+        share = float(settings.get("acronym_terms") or 0.0)
         train = train + vary_acronyms(train, read_names(data / CEDICT_FILE), int(settings["vary_acronyms"]),
-                                      draws, limit=int(settings.get("acronyms_limit", 8000)))
+                                      draws, limit=int(settings.get("acronyms_limit", 8000)),
+                                      terms=read_acronyms(data / CEDICT_FILE) if share else None,
+                                      term_share=share)
     if settings.get("drop_stops"):
         train = train + drop_final_stops(train, float(settings["drop_stops"]), draws)
     if settings.get("vary_numbers"):

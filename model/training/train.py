@@ -31,6 +31,7 @@ from model.training.data import (
     drop_final_stops,
     load_pairs,
     rare_word_pairs,
+    read_acronyms,
     read_names,
     split_pairs,
     split_seed,
@@ -305,6 +306,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "that name swapped for a short acronym kept on both sides (I love AI. / 我爱AI。)")
     parser.add_argument("--acronyms-limit", type=int, default=8000, metavar="N",
                         help="at most N acronym pairs")
+    parser.add_argument("--acronym-terms", type=float, default=0.0, metavar="SHARE",
+                        help="with --vary-acronyms, this share (0–1) of the acronyms are CC-CEDICT's "
+                        "with the Chinese term they stand for (I love AI. / 我爱人工智能。)")
     parser.add_argument("--vary-latin", type=int, default=0, metavar="COPIES",
                         help="add COPIES copies of each pair whose Chinese keeps an English word "
                         "as it is (AI, COVID-19), the word swapped for a random one of its shape")
@@ -349,6 +353,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--names-limit, --titles-limit and --acronyms-limit take a number of pairs ≥ 0")
     if not 0 <= args.drop_stops <= 1:
         parser.error("--drop-stops takes a share between 0 and 1")
+    if not 0 <= args.acronym_terms <= 1:
+        parser.error("--acronym-terms takes a share between 0 and 1")
     if not 0 <= args.latin_short <= 1:
         parser.error("--latin-short takes a share between 0 and 1")
     if args.average_init and args.init is None:
@@ -417,7 +423,9 @@ def main(argv: list[str] | None = None) -> None:
         train_pairs = train_pairs + latin
     if args.vary_acronyms:
         acronyms = vary_acronyms(train_pairs, read_names(args.data / CEDICT_FILE), args.vary_acronyms,
-                                 args.seed, limit=args.acronyms_limit)
+                                 args.seed, limit=args.acronyms_limit,
+                                 terms=read_acronyms(args.data / CEDICT_FILE) if args.acronym_terms else None,
+                                 term_share=args.acronym_terms)
         print(f"acronyms: {len(acronyms)} copies with a name swapped for an acronym", flush=True)
         train_pairs = train_pairs + acronyms
     if args.drop_stops:

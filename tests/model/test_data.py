@@ -7,6 +7,7 @@ from model.training.data import (
     Pair,
     concatenate_pairs,
     drop_final_stops,
+    read_acronyms,
     read_names,
     vary_acronyms,
     vary_latin,
@@ -259,3 +260,41 @@ def test_vary_acronyms_puts_a_short_acronym_where_a_name_was_on_both_sides():
     assert sum(a[0] in "AI" for a in acronyms) > 10 and any(a[0] not in "AI" for a in acronyms)
     assert vary_acronyms(pairs, names, copies=300, seed=3, limit=10000) == varied
     assert len(vary_acronyms(pairs, names, copies=300, seed=3, limit=9)) == 9
+
+
+ACRONYM_LINES = """\
+人工智能 人工智能 [ren2 gong1 zhi4 neng2] /artificial intelligence (AI)/
+世界衛生組織 世界卫生组织 [Shi4 jie4 Wei4 sheng1 Zu3 zhi1] /World Health Organization (WHO)/
+個人電腦 个人电脑 [ge4 ren2 dian4 nao3] /personal computer/PC/
+中國人民解放軍 中国人民解放军 [Zhong1 guo2 Ren2 min2 Jie3 fang4 jun1] /Chinese People's Liberation Army (PLA)/
+三拗湯 三拗汤 [san1 ao4 tang1] /san'ao decoction (TCM)/
+借條 借条 [jie4 tiao2] /receipt for a loan/IOU/
+三K黨 三K党 [San1 K dang3] /Ku Klux Klan/KKK/
+"""
+
+
+def test_read_acronyms_keeps_glosses_that_spell_the_acronym_out(tmp_path):
+    path = tmp_path / "cedict.u8.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write(ACRONYM_LINES)
+    # a domain tag (TCM), a gloss that does not spell it (IOU) and a headword with Latin letters: out
+    assert read_acronyms(path) == {"AI": "人工智能", "WHO": "世界卫生组织", "PC": "个人电脑",
+                                   "PLA": "中国人民解放军"}
+
+
+def test_vary_acronyms_puts_a_share_of_terms_with_their_chinese():
+    names = {"Tom": "汤姆"}
+    pairs = [Pair("I love Tom.", "我爱汤姆。", "tatoeba")]
+    terms = {"AI": "人工智能", "WHO": "世界卫生组织", "IT": "信息技术"}
+    varied = vary_acronyms(pairs + [Pair("It is Tom.", "是汤姆。", "tatoeba")], names, copies=200,
+                           seed=4, terms=terms, term_share=0.5)
+    loved = [p for p in varied if p.english.startswith("I love")]
+    as_terms = [p for p in loved if not re.search("[A-Z]", p.chinese)]
+    assert 60 < len(as_terms) < 140  # about half of the 200
+    assert all(p.chinese == f"我爱{terms[p.english[7:-1]]}。" for p in as_terms)
+    assert {p.english for p in as_terms} == {"I love AI.", "I love WHO."}
+    assert all(p.english[7:-1] == p.chinese[2:-1] for p in loved if p not in as_terms)
+    assert not any(re.search(r"\bIT\b", p.english) for p in varied)  # "it" is a word of the data
+    # no share: the same draws as without terms
+    assert vary_acronyms(pairs, names, copies=50, seed=4, terms=terms) == vary_acronyms(
+        pairs, names, copies=50, seed=4)
