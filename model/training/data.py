@@ -442,6 +442,16 @@ _PERSON_NOTE = re.compile(r"^(?:name|person|person name|given name|surname|first
                           r"|female name|English name|Western name)$")
 
 
+def _cedict_entries(path: Path, max_chars: int):
+    """(simplified headword, pinyin, glosses) of each CC-CEDICT line whose simplified headword is
+    2 to ``max_chars`` Chinese characters."""
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            match = re.match(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$", line)
+            if match and re.fullmatch(rf"[\u4e00-\u9fff]{{2,{max_chars}}}", match.group(2)):
+                yield match.group(2), match.group(3), match.group(4).split("/")
+
+
 def read_names(path: Path, wide: bool = False) -> dict[str, str]:
     """English name → its usual Chinese transliteration, from CC-CEDICT's name entries
     (汤姆 /Tom (name)/, 伊丽莎白 /Elizabeth (person name)/): the first headword of each name.
@@ -452,23 +462,18 @@ def read_names(path: Path, wide: bool = False) -> dict[str, str]:
     languages, peoples, religions, weekdays and Japanese surnames, whose Chinese is not a
     transliteration of the English."""
     names: dict[str, str] = {}
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            match = re.match(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$", line)
-            if not match or not re.fullmatch(r"[\u4e00-\u9fff]{2,5}", match.group(2)):
-                continue
-            glosses = match.group(4).split("/")
-            for gloss in glosses:
-                name = _NAME_GLOSS.match(gloss)
-                if name:
-                    names.setdefault(name.group(1), match.group(2))
-            if wide and match.group(3)[:1].isupper():
-                proper = _PROPER_GLOSS.match(glosses[0])
-                note = proper and (proper.group(2) or proper.group(3))
-                if (proper and (note is None or _PERSON_NOTE.match(note) or _PLACE_NOTE.match(note))
-                        and not _NOT_A_NAME.search(proper.group(1))
-                        and not _NOT_A_NAME_ZH.search(match.group(2))):
-                    names.setdefault(proper.group(1), match.group(2))
+    for headword, pinyin, glosses in _cedict_entries(path, 5):
+        for gloss in glosses:
+            name = _NAME_GLOSS.match(gloss)
+            if name:
+                names.setdefault(name.group(1), headword)
+        if wide and pinyin[:1].isupper():
+            proper = _PROPER_GLOSS.match(glosses[0])
+            note = proper and (proper.group(2) or proper.group(3))
+            if (proper and (note is None or _PERSON_NOTE.match(note) or _PLACE_NOTE.match(note))
+                    and not _NOT_A_NAME.search(proper.group(1))
+                    and not _NOT_A_NAME_ZH.search(headword)):
+                names.setdefault(proper.group(1), headword)
     return names
 
 
@@ -522,19 +527,14 @@ def read_acronyms(path: Path) -> dict[str, str]:
     世界卫生组织 /World Health Organization (WHO)/ (the first such headword of each acronym;
     headwords of Chinese characters only)."""
     terms: dict[str, str] = {}
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            match = re.match(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$", line)
-            if not match or not re.fullmatch(r"[\u4e00-\u9fff]{2,10}", match.group(2)):
-                continue
-            glosses = match.group(4).split("/")
-            for gloss in glosses:
-                inline = _ACRONYM_IN_GLOSS.match(gloss)
-                if inline and _spells_out(inline.group(1), inline.group(2)):
-                    terms.setdefault(inline.group(2), match.group(2))
-                elif re.fullmatch(r"[A-Z]{2,5}", gloss) and any(
-                        _spells_out(other, gloss) for other in glosses if other != gloss):
-                    terms.setdefault(gloss, match.group(2))
+    for headword, _, glosses in _cedict_entries(path, 10):
+        for gloss in glosses:
+            inline = _ACRONYM_IN_GLOSS.match(gloss)
+            if inline and _spells_out(inline.group(1), inline.group(2)):
+                terms.setdefault(inline.group(2), headword)
+            elif re.fullmatch(r"[A-Z]{2,5}", gloss) and any(
+                    _spells_out(other, gloss) for other in glosses if other != gloss):
+                terms.setdefault(gloss, headword)
     return terms
 
 
