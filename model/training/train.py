@@ -350,7 +350,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      "a number ≥ 0 "
                      "(a negative weight rewards repeating)")
     if args.names_limit < 0 or args.titles_limit < 0 or args.acronyms_limit < 0:
-        parser.error("--names-limit, --titles-limit and --acronyms-limit take a number of pairs ≥ 0")
+        parser.error("--names-limit and --titles-limit take a number of pairs ≥ 0 (so does --acronyms-limit)")
     if not 0 <= args.drop_stops <= 1:
         parser.error("--drop-stops takes a share between 0 and 1")
     if not 0 <= args.acronym_terms <= 1:

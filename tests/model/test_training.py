@@ -181,7 +181,7 @@ def test_a_drop_stops_share_outside_0_to_1_is_refused_before_any_training(tmp_pa
 def test_a_negative_names_or_titles_limit_is_refused_before_any_training(tmp_path, capsys):
     import pytest
 
-    for flag in ("--names-limit", "--titles-limit"):
+    for flag in ("--names-limit", "--titles-limit", "--acronyms-limit"):
         with pytest.raises(SystemExit):
             train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
                         "--work", str(tmp_path / "w"), flag, "-5"])
