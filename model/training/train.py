@@ -355,6 +355,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--drop-stops takes a share between 0 and 1")
     if not 0 <= args.acronym_terms <= 1:
         parser.error("--acronym-terms takes a share between 0 and 1")
+    if args.acronym_terms and not args.vary_acronyms:
+        parser.error("--acronym-terms needs --vary-acronyms (the swaps it draws its share of)")
     if not 0 <= args.latin_short <= 1:
         parser.error("--latin-short takes a share between 0 and 1")
     if args.average_init and args.init is None:

@@ -352,3 +352,15 @@ def test_training_keeps_freed_memory_so_a_steps_large_tensors_fault_no_new_pages
     assert faults("default")[1] > 10 * 10_000  # ~12,500 pages a block, every time
     applied, kept = faults("keep")
     assert applied == "True" and kept < 2 * 12_500  # at most a block's worth once, not ten
+
+
+def test_acronym_terms_outside_a_share_or_without_acronym_swaps_is_refused(tmp_path, capsys):
+    import pytest
+
+    base = ["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w")]
+    with pytest.raises(SystemExit):
+        train_main([*base, "--vary-acronyms", "1", "--acronym-terms", "1.5"])
+    assert "--acronym-terms takes a share between 0 and 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        train_main([*base, "--acronym-terms", "0.5"])
+    assert "--acronym-terms needs --vary-acronyms" in capsys.readouterr().err
