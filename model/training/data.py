@@ -512,30 +512,35 @@ _SPELLED_OUT_SKIP = {"of", "and", "the", "for", "in", "on", "to", "a", "an", "&"
 
 
 def _spells_out(expansion: str, acronym: str) -> bool:
-    """Whether the last words of ``expansion`` begin with the acronym's letters ("World Health
-    Organization" / WHO), small words skipped — unlike a gloss's domain tag ("san'ao decoction
-    (TCM)" is a term of Chinese medicine, not what TCM stands for)."""
+    """Whether ``expansion`` is the acronym spelled out ("World Health Organization" / WHO), small
+    words skipped, at most one word before it ("Chinese People's Liberation Army" / PLA) — unlike
+    a gloss's domain tag ("san'ao decoction (TCM)" is a term of Chinese medicine, not what TCM
+    stands for) or a gloss that only mentions it ("Jacques Rogge, president of International
+    Olympic Committee (IOC)" is a person)."""
     words = [w for w in re.findall(r"[A-Za-z]+(?:'[a-z]+)?", expansion)
              if w.lower() not in _SPELLED_OUT_SKIP]
-    return len(words) >= len(acronym) and "".join(
+    return "," not in expansion and len(acronym) <= len(words) <= len(acronym) + 1 and "".join(
         w[0] for w in words[-len(acronym):]).upper() == acronym
 
 
 def read_acronyms(path: Path) -> dict[str, str]:
     """English acronym → the Chinese term it stands for, from CC-CEDICT entries whose gloss spells
-    the acronym out: 人工智能 /artificial intelligence (AI)/, 个人电脑 /personal computer/PC/,
-    世界卫生组织 /World Health Organization (WHO)/ (the first such headword of each acronym;
-    headwords of Chinese characters only)."""
+    the acronym out and nothing more: 人工智能 /artificial intelligence (AI)/, 个人电脑 /personal
+    computer/PC/, 世界卫生组织 /World Health Organization (WHO)/ (the first such headword of each
+    acronym; headwords of Chinese characters only). Refused: glosses with a tag in brackets
+    ("(Internet slang) punning reference to …", "(baseball) plate appearance (PA)") and headwords
+    that stand for several acronyms (国大: INC, MIC and NUS)."""
     terms: dict[str, str] = {}
     for headword, _, glosses in _cedict_entries(path, 10):
         for gloss in glosses:
             inline = _ACRONYM_IN_GLOSS.match(gloss)
-            if inline and _spells_out(inline.group(1), inline.group(2)):
+            if inline and "(" not in inline.group(1) and _spells_out(inline.group(1), inline.group(2)):
                 terms.setdefault(inline.group(2), headword)
             elif re.fullmatch(r"[A-Z]{2,5}", gloss) and any(
-                    _spells_out(other, gloss) for other in glosses if other != gloss):
+                    "(" not in other and _spells_out(other, gloss) for other in glosses if other != gloss):
                 terms.setdefault(gloss, headword)
-    return terms
+    shared = {term for term in terms.values() if list(terms.values()).count(term) > 1}
+    return {acronym: term for acronym, term in terms.items() if term not in shared}
 
 
 def vary_acronyms(
@@ -553,10 +558,13 @@ def vary_acronyms(
     read as the article "a" (:func:`_short_acronym`). Acronyms whose lowercase form is an English
     word of the data ("IT", "AN", "AM") are never drawn: the tokenizer lowercases, and "I love
     IT." must not teach the model to copy the pronoun "it". ``term_share`` 0 draws exactly as
-    before it existed."""
+    before it existed. Terms with a character the data's Chinese never has are not drawn: the
+    vocabulary a continued run extends would grow for one word."""
     rng = random.Random(seed)
     words = {w.lower() for p in pairs for w in re.findall(r"[A-Za-z]+", p.english)}
-    known = sorted(a for a in terms or {} if a.lower() not in words)
+    characters = set().union(*(p.chinese for p in pairs)) if terms else set()
+    known = sorted(a for a, term in (terms or {}).items()
+                   if a.lower() not in words and set(term) <= characters)
     varied = []
     for pair in [p for p in pairs for _ in range(copies)]:
         found = sorted(w for w in set(re.findall(r"\b[A-Z][a-z]+\b", pair.english))

@@ -270,6 +270,11 @@ ACRONYM_LINES = """\
 三拗湯 三拗汤 [san1 ao4 tang1] /san'ao decoction (TCM)/
 借條 借条 [jie4 tiao2] /receipt for a loan/IOU/
 三K黨 三K党 [San1 K dang3] /Ku Klux Klan/KKK/
+光腚腫菊 光腚肿菊 [Guang1 ding4 Zhong3 ju2] /(Internet slang) punning reference to the National Radio and\
+Television Administration (NRTA)/
+羅格 罗格 [Luo2 ge2] /Logue or Rogge (name)/Jacques Rogge, president of International Olympic Committee (IOC)/
+國大 国大 [Guo2 Da4] /abbr. for 新加坡國立大學, National University of Singapore (NUS)/abbr. for\
+印度國民大會黨, Indian National Congress (INC)/
 """
 
 
@@ -277,14 +282,17 @@ def test_read_acronyms_keeps_glosses_that_spell_the_acronym_out(tmp_path):
     path = tmp_path / "cedict.u8.gz"
     with gzip.open(path, "wt", encoding="utf-8") as handle:
         handle.write(ACRONYM_LINES)
-    # a domain tag (TCM), a gloss that does not spell it (IOU) and a headword with Latin letters: out
+    # a domain tag (TCM), a gloss that does not spell it (IOU), a headword with Latin letters, a
+    # tagged pun (NRTA), a gloss that only mentions it (IOC: a person) and a headword of two: out
     assert read_acronyms(path) == {"AI": "人工智能", "WHO": "世界卫生组织", "PC": "个人电脑",
                                    "PLA": "中国人民解放军"}
 
 
 def test_vary_acronyms_puts_a_share_of_terms_with_their_chinese():
     names = {"Tom": "汤姆"}
-    pairs = [Pair("I love Tom.", "我爱汤姆。", "tatoeba")]
+    # the terms' characters appear in the data's Chinese (a pair without a name: never varied)
+    pairs = [Pair("I love Tom.", "我爱汤姆。", "tatoeba"),
+             Pair("They work there.", "人工智能、世界卫生组织和信息技术在那里。", "tatoeba")]
     terms = {"AI": "人工智能", "WHO": "世界卫生组织", "IT": "信息技术"}
     varied = vary_acronyms(pairs + [Pair("It is Tom.", "是汤姆。", "tatoeba")], names, copies=200,
                            seed=4, terms=terms, term_share=0.5)
@@ -295,6 +303,10 @@ def test_vary_acronyms_puts_a_share_of_terms_with_their_chinese():
     assert {p.english for p in as_terms} == {"I love AI.", "I love WHO."}
     assert all(p.english[7:-1] == p.chinese[2:-1] for p in loved if p not in as_terms)
     assert not any(re.search(r"\bIT\b", p.english) for p in varied)  # "it" is a word of the data
+    # a term with a character the data's Chinese never has is not drawn (the vocabulary would grow)
+    rare = vary_acronyms(pairs, names, copies=50, seed=4, terms={"AI": "人工智能", "NRTA": "光腚肿菊"},
+                         term_share=1.0)
+    assert {p.chinese for p in rare} == {"我爱人工智能。"}
     # no share: the same draws as without terms
     assert vary_acronyms(pairs, names, copies=50, seed=4, terms=terms) == vary_acronyms(
         pairs, names, copies=50, seed=4)
