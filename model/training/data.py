@@ -13,6 +13,7 @@ import gzip
 import random
 import re
 import string
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -539,8 +540,8 @@ def read_acronyms(path: Path) -> dict[str, str]:
             elif re.fullmatch(r"[A-Z]{2,5}", gloss) and any(
                     "(" not in other and _spells_out(other, gloss) for other in glosses if other != gloss):
                 terms.setdefault(gloss, headword)
-    shared = {term for term in terms.values() if list(terms.values()).count(term) > 1}
-    return {acronym: term for acronym, term in terms.items() if term not in shared}
+    uses = Counter(terms.values())
+    return {acronym: term for acronym, term in terms.items() if uses[term] == 1}
 
 
 def vary_acronyms(

@@ -273,8 +273,7 @@ ACRONYM_LINES = """\
 光腚腫菊 光腚肿菊 [Guang1 ding4 Zhong3 ju2] /(Internet slang) punning reference to the National Radio and\
 Television Administration (NRTA)/
 羅格 罗格 [Luo2 ge2] /Logue or Rogge (name)/Jacques Rogge, president of International Olympic Committee (IOC)/
-國大 国大 [Guo2 Da4] /abbr. for 新加坡國立大學, National University of Singapore (NUS)/abbr. for\
-印度國民大會黨, Indian National Congress (INC)/
+國大 国大 [Guo2 Da4] /National University of Singapore (NUS)/Indian National Congress (INC)/
 """
 
 
