@@ -556,16 +556,25 @@ def vary_acronyms(
 
     The acronyms in the data sit in long technical sentences (COVID-19, CNN in the news), so the
     model has not seen one where a learner types it — "I love AI." came out as 我爱一个。, "AI"
-    read as the article "a" (:func:`_short_acronym`). Acronyms whose lowercase form is an English
-    word of the data ("IT", "AN", "AM") are never drawn: the tokenizer lowercases, and "I love
-    IT." must not teach the model to copy the pronoun "it". ``term_share`` 0 draws exactly as
-    before it existed. Terms with a character the data's Chinese never has are not drawn: the
-    vocabulary a continued run extends would grow for one word."""
+    read as the article "a" (:func:`_short_acronym`). A random acronym is never one whose
+    lowercase is a word of the data in any spelling ("IT", "AN", "AM", "TOM"): the tokenizer
+    lowercases, and "I love IT." must not teach the model to copy the pronoun "it". ``term_share``
+    0 draws exactly as before it existed.
+
+    A term is refused when its lowercase is written in small letters somewhere in the data —
+    "it" is, so "IT" is refused; "AI" is not, as the data writes it only as "AI" or as the name
+    "Ai" — or when it has a character the data's Chinese never has (the vocabulary a continued run
+    extends would grow for one word). Terms are drawn in proportion to 1 + the number of times
+    the data's Chinese writes them, so the acronyms the data itself talks about (AI 人工智能, EU
+    欧盟, SARS) come up more often than the hundreds it never mentions."""
     rng = random.Random(seed)
     words = {w.lower() for p in pairs for w in re.findall(r"[A-Za-z]+", p.english)}
     characters = set().union(*(p.chinese for p in pairs)) if terms else set()
+    ordinary = {w for p in pairs for w in re.findall(r"[A-Za-z]+", p.english) if w.islower()}
     known = sorted(a for a, term in (terms or {}).items()
-                   if a.lower() not in words and set(term) <= characters)
+                   if a.lower() not in ordinary and set(term) <= characters)
+    chinese_text = "\n".join(p.chinese for p in pairs) if known else ""
+    weights = [1 + chinese_text.count(terms[a]) for a in known]
     varied = []
     for pair in [p for p in pairs for _ in range(copies)]:
         found = sorted(w for w in set(re.findall(r"\b[A-Z][a-z]+\b", pair.english))
@@ -574,7 +583,7 @@ def vary_acronyms(
             continue
         word = rng.choice(found)
         if known and term_share and rng.random() < term_share:
-            acronym = rng.choice(known)
+            acronym = rng.choices(known, weights)[0]
             chinese = terms[acronym]
         else:
             acronym = _short_acronym(rng)

@@ -2,6 +2,7 @@
 
 import gzip
 import re
+from collections import Counter
 
 from model.training.data import (
     Pair,
@@ -293,7 +294,7 @@ def test_vary_acronyms_puts_a_share_of_terms_with_their_chinese():
     pairs = [Pair("I love Tom.", "我爱汤姆。", "tatoeba"),
              Pair("They work there.", "人工智能、世界卫生组织和信息技术在那里。", "tatoeba")]
     terms = {"AI": "人工智能", "WHO": "世界卫生组织", "IT": "信息技术"}
-    varied = vary_acronyms(pairs + [Pair("It is Tom.", "是汤姆。", "tatoeba")], names, copies=200,
+    varied = vary_acronyms(pairs + [Pair("Is it Tom?", "是汤姆吗？", "tatoeba")], names, copies=200,
                            seed=4, terms=terms, term_share=0.5)
     loved = [p for p in varied if p.english.startswith("I love")]
     as_terms = [p for p in loved if not re.search("[A-Z]", p.chinese)]
@@ -309,3 +310,19 @@ def test_vary_acronyms_puts_a_share_of_terms_with_their_chinese():
     # no share: the same draws as without terms
     assert vary_acronyms(pairs, names, copies=50, seed=4, terms=terms) == vary_acronyms(
         pairs, names, copies=50, seed=4)
+
+
+def test_vary_acronyms_draws_a_term_the_data_never_writes_in_small_letters_and_favours_mentioned_ones():
+    names = {"Tom": "汤姆"}
+    terms = {"AI": "人工智能", "EU": "欧盟", "IT": "信息技术"}
+    # "AI" and "Ai" are in the data, never "ai"; "it" is; 人工智能 is written 3 times
+    pairs = [Pair("I love Tom.", "我爱汤姆。", "tatoeba"),
+             Pair("AI is here, Ai says. Is it?", "艾说人工智能来了。欧盟、信息技术。", "tatoeba"),
+             Pair("We use AI.", "我们用人工智能。", "tatoeba"),
+             Pair("AI helps.", "人工智能有帮助。", "tatoeba")]
+    varied = vary_acronyms(pairs, names, copies=400, seed=5, terms=terms, term_share=1.0, limit=10000)
+    drawn = Counter(p.english for p in varied)
+    assert set(drawn) == {"I love AI.", "I love EU."}  # IT: refused
+    assert all(p.chinese in ("我爱人工智能。", "我爱欧盟。") for p in varied)
+    # weights 1 + 3 (AI) and 1 + 1 (EU): AI about twice as often
+    assert 1.5 < drawn["I love AI."] / drawn["I love EU."] < 2.7
