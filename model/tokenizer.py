@@ -59,6 +59,27 @@ class EnglishTokenizer:
         """From now on cut numbers into single digits, as newly trained tokenizers do."""
         self.tokenizer.pre_tokenizer = _PRE_TOKENIZER
 
+    def add_piece(self, word: str) -> int:
+        """Make ``word``, which the pieces now cut in two (AI → "a" + "##i", the article's piece),
+        one piece of its own; returns its id, the next free one, so every old id keeps its meaning.
+
+        The merge joining the two halves is added last, after every learned merge, so only a word
+        whose halves would otherwise stay apart is read differently: "ai" changes, "aid", "aisle"
+        and "aiko" (joined by earlier merges) do not.
+        """
+        pieces = self.tokenize(word)
+        if len(pieces) != 2:
+            raise ValueError(f"{word!r} is cut into {pieces}: only a word cut in two can be joined")
+        joined = pieces[0] + pieces[1].removeprefix(CONTINUATION)
+        state = json.loads(self.tokenizer.to_str())
+        vocab = state["model"]["vocab"]
+        if joined in vocab:
+            raise ValueError(f"{joined!r} is already a piece")
+        vocab[joined] = self.vocab_size
+        state["model"]["merges"].append(pieces)
+        self.tokenizer = Tokenizer.from_str(json.dumps(state))
+        return vocab[joined]
+
     @classmethod
     def load(cls, path: Path) -> EnglishTokenizer:
         return cls(Tokenizer.from_file(str(path)))

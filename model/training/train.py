@@ -172,6 +172,21 @@ def warm_start(
     return english, chinese, {name: tensor.float() for name, tensor in state.items()}
 
 
+def add_pieces(english: EnglishTokenizer, initial: dict[str, torch.Tensor], pieces: list[str]) -> None:
+    """Join each ``WORD[=GLOSS]`` into one English piece (:meth:`EnglishTokenizer.add_piece`) and
+    give it an embedding row to start from: the mean of the rows of the pieces GLOSS is read as
+    ("ai=artificial intelligence"), or of the two pieces WORD was cut into."""
+    rows = initial["src_embedding.tokens.weight"]
+    added = []
+    for spec in pieces:
+        word, _, gloss = spec.partition("=")
+        ids = english.encode(gloss or word, add_eos=False)
+        english.add_piece(word)
+        added.append(rows[ids].mean(0))
+    if added:
+        initial["src_embedding.tokens.weight"] = torch.cat([rows, torch.stack(added)])
+
+
 def grown_state(model: Transformer, initial: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The initial weights in the model's shapes: rows for new vocabulary entries keep the fresh
     model's random initialisation (their output bias starts at zero)."""
@@ -272,6 +287,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--init", type=Path, default=None,
                         help="start from this checkpoint's weights and vocabularies (new Chinese "
                              "characters of the training data are added to its vocabulary)")
+    parser.add_argument("--add-piece", action="append", default=[], metavar="WORD[=GLOSS]",
+                        help="with --init: make WORD one English piece of its own (ai, which the "
+                        "pieces read as the article a + ##i), its embedding starting as the mean of "
+                        "GLOSS's pieces; repeatable")
     parser.add_argument("--average-init", action="store_true",
                         help="ship the mean of the --init weights and this stage's final weights "
                              "(keeps what the earlier stage knew better; dev figures of both kept)")
@@ -359,6 +378,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--acronym-terms needs --vary-acronyms (the swaps it draws its share of)")
     if not 0 <= args.latin_short <= 1:
         parser.error("--latin-short takes a share between 0 and 1")
+    if args.add_piece and args.init is None:
+        parser.error("--add-piece needs --init (a new tokenizer learns its own pieces)")
     if args.average_init and args.init is None:
         parser.error("--average-init needs --init (the weights to average with)")
     if args.init is not None:
@@ -451,6 +472,7 @@ def main(argv: list[str] | None = None) -> None:
         chinese = ChineseTokenizer.load(args.work / "vocab_zh.json")
     elif args.init:
         english, chinese, initial = warm_start(args.init, train_pairs)
+        add_pieces(english, initial, args.add_piece)
     else:
         english = EnglishTokenizer.train((p.english for p in train_pairs), args.en_vocab)
         chinese = ChineseTokenizer.train(p.chinese for p in train_pairs if p.source != "cedict")
@@ -637,8 +659,8 @@ def finish(model, english, chinese, history, args, dev_src, dev_ref) -> None:
 def _mean_with_init(model, english, chinese, final_state, chosen, args, dev_src, dev_ref):
     """The mean of the --init checkpoint's weights and ``final_state``, scored on dev.
 
-    Rows the warm start added (new Chinese characters) have no initial value: they keep this
-    stage's trained rows.
+    Rows the warm start added (new Chinese characters, English pieces from ``--add-piece``) have
+    no initial value: they keep this stage's trained rows.
     """
     _load_saved(model, final_state)
     saved = load_file(str(args.init / "weights.safetensors"))

@@ -32,3 +32,26 @@ def test_chinese_characters_round_trip(tmp_path):
     assert chinese.decode(chinese.encode("你好！在哪里？")) == "你好！在哪里？"
     chinese.save(tmp_path / "zh.json")
     assert ChineseTokenizer.load(tmp_path / "zh.json").vocabulary == chinese.vocabulary
+
+
+def test_add_piece_joins_a_word_cut_in_two_and_reads_no_other_word_differently(tmp_path):
+    from pathlib import Path
+
+    import pytest
+
+    shipped = Path(__file__).resolve().parents[2] / "model" / "checkpoints" / "tokenizer_en.json"
+    before, english = EnglishTokenizer.load(shipped), EnglishTokenizer.load(shipped)
+    assert english.tokenize("I love AI.") == ["i", "love", "a", "##i", "."]  # the article's piece
+    size = english.vocab_size
+    assert english.add_piece("ai") == size and english.vocab_size == size + 1
+    assert english.tokenize("I love AI.") == ["i", "love", "ai", "."]
+    assert english.encode("AI", add_eos=False) == [size]
+    text = ("A cat sits on a mat; aid, aim, aisle, aiko, again, said, rain, Thailand, naive, "
+            "Aida, main, I, a, an, artificial intelligence.")
+    assert english.tokenize(text) == before.tokenize(text)  # only a lone "a" + "##i" is joined
+    english.save(tmp_path / "en.json")
+    assert EnglishTokenizer.load(tmp_path / "en.json").tokenize("AI's") == ["ai", "'", "s"]
+    with pytest.raises(ValueError, match=r"cut into \['ai'\]"):
+        english.add_piece("ai")  # one piece now
+    with pytest.raises(ValueError, match="cut into"):
+        english.add_piece("zqzqzq")  # cut into six

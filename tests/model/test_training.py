@@ -83,6 +83,50 @@ def test_warm_start_grows_the_vocabulary_and_keeps_old_ids(tmp_path):
     assert history["init"]["from"] == str(first) and history["init"]["epochs"] == 1
 
 
+def test_add_piece_gives_a_warm_started_run_one_more_english_piece_starting_from_its_gloss(tmp_path):
+    """``--add-piece WORD=GLOSS`` joins a word the pieces cut in two, appends its id after every
+    old one, and starts its embedding row as the mean of GLOSS's rows."""
+    import torch
+
+    from model.tokenizer import EnglishTokenizer
+    from model.training.train import add_pieces
+
+    _write_synthetic_data(tmp_path / "data")
+    first = tmp_path / "first"
+    common = ["--data", str(tmp_path / "data"), "--batch-tokens", "150", "--warmup", "50",
+              "--dropout", "0", "--test-size", "40", "--dev-size", "40", "--no-progress",
+              "--threads", "1", "--average", "1", "--epochs", "1", "--narrow"]
+    train_main([*common, "--out", str(first), "--work", str(tmp_path / "w1"), "--d-model", "32",
+                "--heads", "2", "--layers", "1", "--d-ff", "64", "--en-vocab", "60"])
+    old = Translator.load(first)
+    word = next(w for w in ("on", "tw", "fi", "si", "th", "fo", "ne", "ee")
+                if len(old.english.tokenize(w)) == 2)
+    # the row it starts from: the mean of the gloss's rows
+    english = EnglishTokenizer.load(first / "tokenizer_en.json")
+    state = {name: tensor.clone() for name, tensor in old.model.state_dict().items()}
+    rows = state["src_embedding.tokens.weight"]
+    add_pieces(english, state, [f"{word}=three four"])
+    gloss = old.english.encode("three four", add_eos=False)
+    assert torch.equal(state["src_embedding.tokens.weight"][-1], rows[gloss].mean(0))
+    assert english.encode(word, add_eos=False) == [old.english.vocab_size]
+    second = tmp_path / "second"
+    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
+                "--add-piece", f"{word}=three four"])
+    new = Translator.load(second)
+    assert new.english.vocab_size == old.english.vocab_size + 1
+    assert new.model.config.src_vocab_size == old.english.vocab_size + 1
+    assert new.english.encode(word, add_eos=False) == [old.english.vocab_size]
+    assert new.english.tokenize("one two three") == old.english.tokenize("one two three")
+    new.translate(f"{word} one", DecodingOptions())  # the new row is read like any other
+
+
+def test_add_piece_without_init_is_refused_before_any_training(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
+                    "--work", str(tmp_path / "w"), "--add-piece", "ai"])
+    assert "--add-piece needs --init" in capsys.readouterr().err
+
+
 def test_a_run_killed_mid_epoch_resumes_where_it_last_saved(tmp_path, monkeypatch):
     """``--save-every`` writes the resumable state inside an epoch; a run that dies between two
     saves resumes at the last one, with the same shuffle, and ends with the weights an unbroken
