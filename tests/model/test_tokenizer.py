@@ -54,4 +54,4 @@ def test_add_piece_joins_a_word_cut_in_two_and_reads_no_other_word_differently(t
     with pytest.raises(ValueError, match=r"cut into \['ai'\]"):
         english.add_piece("ai")  # one piece now
     with pytest.raises(ValueError, match="cut into"):
-        english.add_piece("zqzqzq")  # cut into six
+        english.add_piece("zqzqzq")  # cut into four
