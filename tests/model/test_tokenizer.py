@@ -39,7 +39,8 @@ def test_add_piece_joins_a_word_cut_in_two_and_reads_no_other_word_differently(t
 
     import pytest
 
-    shipped = Path(__file__).resolve().parents[2] / "model" / "checkpoints" / "tokenizer_en.json"
+    # the pieces the run from random weights learned (the timeline keeps them as they were)
+    shipped = Path(__file__).resolve().parents[2] / "model/checkpoints/timeline/tokenizer_en.json"
     before, english = EnglishTokenizer.load(shipped), EnglishTokenizer.load(shipped)
     assert english.tokenize("I love AI.") == ["i", "love", "a", "##i", "."]  # the article's piece
     size = english.vocab_size
