@@ -187,6 +187,17 @@ def add_pieces(english: EnglishTokenizer, initial: dict[str, torch.Tensor], piec
         initial["src_embedding.tokens.weight"] = torch.cat([rows, torch.stack(added)])
 
 
+def freeze_all_but_new_rows(model: Transformer, first_new: int) -> None:
+    """Only the English embedding rows from ``first_new`` on learn: every other parameter stops
+    taking gradients, and the old rows' gradient is zeroed, so Adam (no weight decay) leaves them
+    bit for bit as they were."""
+    for name, parameter in model.named_parameters():
+        parameter.requires_grad_(name == "src_embedding.tokens.weight")
+    mask = torch.zeros(model.config.src_vocab_size, 1)
+    mask[first_new:] = 1.0
+    model.src_embedding.tokens.weight.register_hook(lambda grad: grad * mask)
+
+
 def grown_state(model: Transformer, initial: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The initial weights in the model's shapes: rows for new vocabulary entries keep the fresh
     model's random initialisation (their output bias starts at zero)."""
@@ -291,6 +302,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="with --init: make WORD one English piece of its own (ai, which the "
                         "pieces read as the article a + ##i), its embedding starting as the mean of "
                         "GLOSS's pieces; repeatable")
+    parser.add_argument("--new-pieces-only", type=int, default=0, metavar="COPIES",
+                        help="with --add-piece: train only the new pieces' embedding rows, every "
+                        "other weight frozen, on the training pairs whose English has a new piece, "
+                        "each COPIES times an epoch (the rest of the model stays exactly as it was)")
     parser.add_argument("--average-init", action="store_true",
                         help="ship the mean of the --init weights and this stage's final weights "
                              "(keeps what the earlier stage knew better; dev figures of both kept)")
@@ -380,6 +395,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--latin-short takes a share between 0 and 1")
     if args.add_piece and args.init is None:
         parser.error("--add-piece needs --init (a new tokenizer learns its own pieces)")
+    if args.new_pieces_only < 0 or (args.new_pieces_only and not args.add_piece):
+        parser.error("--new-pieces-only takes a number of copies ≥ 0 and needs --add-piece")
+    if args.new_pieces_only and args.average_init:
+        parser.error("--new-pieces-only changes only new rows: --average-init would halve nothing")
     if args.average_init and args.init is None:
         parser.error("--average-init needs --init (the weights to average with)")
     if args.init is not None:
@@ -482,6 +501,13 @@ def main(argv: list[str] | None = None) -> None:
         tgt = chinese.encode(pair.chinese)
         if 1 < len(src) <= MAX_SOURCE_TOKENS and 0 < len(tgt) < MAX_TARGET_TOKENS:
             examples.append((src, tgt))
+    first_new = (EnglishTokenizer.load(args.init / "tokenizer_en.json").vocab_size
+                 if args.new_pieces_only else 0)
+    if args.new_pieces_only:
+        examples = [e for e in examples if max(e[0]) >= first_new] * args.new_pieces_only
+        print(f"new pieces only: {len(examples)} examples with a new piece", flush=True)
+        if not examples:
+            raise SystemExit("--new-pieces-only: no training pair has a new piece")
     if args.init:  # the architecture is the initial checkpoint's
         base = TransformerConfig.load(args.init / "config.json")
         config = replace(base, src_vocab_size=english.vocab_size,
@@ -500,6 +526,8 @@ def main(argv: list[str] | None = None) -> None:
     model = Transformer(config)
     if initial is not None:
         model.load_state_dict(grown_state(model, initial), strict=True)
+    if args.new_pieces_only:
+        freeze_all_but_new_rows(model, first_new)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     if args.decay == "linear":  # batches per epoch vary by a few with the shuffle: one draw

@@ -120,6 +120,35 @@ def test_add_piece_gives_a_warm_started_run_one_more_english_piece_starting_from
     new.translate(f"{word} one", DecodingOptions())  # the new row is read like any other
 
 
+def test_new_pieces_only_trains_the_new_row_and_leaves_every_other_weight_as_it_was(tmp_path):
+    from safetensors.torch import load_file
+
+    _write_synthetic_data(tmp_path / "data")
+    first = tmp_path / "first"
+    common = ["--data", str(tmp_path / "data"), "--batch-tokens", "150", "--warmup", "10",
+              "--dropout", "0", "--test-size", "40", "--dev-size", "40", "--no-progress",
+              "--threads", "1", "--average", "1", "--epochs", "1", "--narrow"]
+    train_main([*common, "--out", str(first), "--work", str(tmp_path / "w1"), "--d-model", "32",
+                "--heads", "2", "--layers", "1", "--d-ff", "64", "--en-vocab", "31"])
+    old = Translator.load(first)
+    # a word of the data's English that 31 pieces cut in two ("four" → "fo" + "##ur")
+    cut = {w: old.english.tokenize(w) for w in WORDS}
+    word = next((w for w, pieces in cut.items() if len(pieces) == 2), None)
+    assert word, cut
+    second = tmp_path / "second"
+    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
+                "--add-piece", f"{word}=three", "--new-pieces-only", "3", "--lr-factor", "2"])
+    before = load_file(str(first / "weights.safetensors"))
+    after = load_file(str(second / "weights.safetensors"))
+    assert after.keys() == before.keys()
+    for name, tensor in before.items():
+        rows = tensor.shape[0]
+        assert after[name][:rows].equal(tensor), name  # bit for bit
+    added = after["src_embedding.tokens.weight"][old.english.vocab_size]
+    gloss = before["src_embedding.tokens.weight"][old.english.encode("three", add_eos=False)].mean(0)
+    assert not added.equal(gloss)  # the new row learned
+
+
 def test_add_piece_without_init_is_refused_before_any_training(tmp_path, capsys):
     with pytest.raises(SystemExit):
         train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
