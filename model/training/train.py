@@ -527,6 +527,10 @@ def main(argv: list[str] | None = None) -> None:
     if initial is not None:
         model.load_state_dict(grown_state(model, initial), strict=True)
     if args.new_pieces_only:
+        grown = config.tgt_vocab_size - TransformerConfig.load(args.init / "config.json").tgt_vocab_size
+        if grown:  # their rows would stay at their random start, frozen
+            raise SystemExit(f"--new-pieces-only: the data has {grown} Chinese characters "
+                             f"{args.init} lacks, and only the new English rows would train")
         freeze_all_but_new_rows(model, first_new)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}

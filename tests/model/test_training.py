@@ -83,46 +83,9 @@ def test_warm_start_grows_the_vocabulary_and_keeps_old_ids(tmp_path):
     assert history["init"]["from"] == str(first) and history["init"]["epochs"] == 1
 
 
-def test_add_piece_gives_a_warm_started_run_one_more_english_piece_starting_from_its_gloss(tmp_path):
-    """``--add-piece WORD=GLOSS`` joins a word the pieces cut in two, appends its id after every
-    old one, and starts its embedding row as the mean of GLOSS's rows."""
-    import torch
-
-    from model.tokenizer import EnglishTokenizer
-    from model.training.train import add_pieces
-
-    _write_synthetic_data(tmp_path / "data")
-    first = tmp_path / "first"
-    common = ["--data", str(tmp_path / "data"), "--batch-tokens", "150", "--warmup", "50",
-              "--dropout", "0", "--test-size", "40", "--dev-size", "40", "--no-progress",
-              "--threads", "1", "--average", "1", "--epochs", "1", "--narrow"]
-    train_main([*common, "--out", str(first), "--work", str(tmp_path / "w1"), "--d-model", "32",
-                "--heads", "2", "--layers", "1", "--d-ff", "64", "--en-vocab", "60"])
-    old = Translator.load(first)
-    word = next(w for w in ("on", "tw", "fi", "si", "th", "fo", "ne", "ee")
-                if len(old.english.tokenize(w)) == 2)
-    # the row it starts from: the mean of the gloss's rows
-    english = EnglishTokenizer.load(first / "tokenizer_en.json")
-    state = {name: tensor.clone() for name, tensor in old.model.state_dict().items()}
-    rows = state["src_embedding.tokens.weight"]
-    add_pieces(english, state, [f"{word}=three four"])
-    gloss = old.english.encode("three four", add_eos=False)
-    assert torch.equal(state["src_embedding.tokens.weight"][-1], rows[gloss].mean(0))
-    assert english.encode(word, add_eos=False) == [old.english.vocab_size]
-    second = tmp_path / "second"
-    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
-                "--add-piece", f"{word}=three four"])
-    new = Translator.load(second)
-    assert new.english.vocab_size == old.english.vocab_size + 1
-    assert new.model.config.src_vocab_size == old.english.vocab_size + 1
-    assert new.english.encode(word, add_eos=False) == [old.english.vocab_size]
-    assert new.english.tokenize("one two three") == old.english.tokenize("one two three")
-    new.translate(f"{word} one", DecodingOptions())  # the new row is read like any other
-
-
-def test_new_pieces_only_trains_the_new_row_and_leaves_every_other_weight_as_it_was(tmp_path):
-    from safetensors.torch import load_file
-
+def _tiny_run_with_a_word_cut_in_two(tmp_path):
+    """A first tiny run whose 31 pieces cut one word of the data in two ("four" → "fo" + "##ur"):
+    the settings every run of the test shares, the run's folder, its translator and that word."""
     _write_synthetic_data(tmp_path / "data")
     first = tmp_path / "first"
     common = ["--data", str(tmp_path / "data"), "--batch-tokens", "150", "--warmup", "10",
@@ -131,10 +94,45 @@ def test_new_pieces_only_trains_the_new_row_and_leaves_every_other_weight_as_it_
     train_main([*common, "--out", str(first), "--work", str(tmp_path / "w1"), "--d-model", "32",
                 "--heads", "2", "--layers", "1", "--d-ff", "64", "--en-vocab", "31"])
     old = Translator.load(first)
-    # a word of the data's English that 31 pieces cut in two ("four" → "fo" + "##ur")
     cut = {w: old.english.tokenize(w) for w in WORDS}
     word = next((w for w, pieces in cut.items() if len(pieces) == 2), None)
     assert word, cut
+    return common, first, old, word
+
+
+def test_add_piece_gives_a_warm_started_run_one_more_english_piece_starting_from_its_gloss(tmp_path):
+    """``--add-piece WORD=GLOSS`` joins a word the pieces cut in two, appends its id after every
+    old one, and starts its embedding row as the mean of GLOSS's rows."""
+    import torch
+
+    from model.tokenizer import EnglishTokenizer
+    from model.training.train import add_pieces
+
+    common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)
+    # the row it starts from: the mean of the gloss's rows
+    english = EnglishTokenizer.load(first / "tokenizer_en.json")
+    state = {name: tensor.clone() for name, tensor in old.model.state_dict().items()}
+    rows = state["src_embedding.tokens.weight"]
+    add_pieces(english, state, [f"{word}=three six"])
+    gloss = old.english.encode("three six", add_eos=False)
+    assert torch.equal(state["src_embedding.tokens.weight"][-1], rows[gloss].mean(0))
+    assert english.encode(word, add_eos=False) == [old.english.vocab_size]
+    second = tmp_path / "second"
+    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
+                "--add-piece", f"{word}=three six"])
+    new = Translator.load(second)
+    assert new.english.vocab_size == old.english.vocab_size + 1
+    assert new.model.config.src_vocab_size == old.english.vocab_size + 1
+    assert new.english.encode(word, add_eos=False) == [old.english.vocab_size]
+    others = " ".join(w for w in WORDS if w != word)
+    assert new.english.tokenize(others) == old.english.tokenize(others)
+    new.translate(f"{word} one", DecodingOptions())  # the new row is read like any other
+
+
+def test_new_pieces_only_trains_the_new_row_and_leaves_every_other_weight_as_it_was(tmp_path):
+    from safetensors.torch import load_file
+
+    common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)
     second = tmp_path / "second"
     train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
                 "--add-piece", f"{word}=three", "--new-pieces-only", "3", "--lr-factor", "2"])
@@ -147,6 +145,16 @@ def test_new_pieces_only_trains_the_new_row_and_leaves_every_other_weight_as_it_
     added = after["src_embedding.tokens.weight"][old.english.vocab_size]
     gloss = before["src_embedding.tokens.weight"][old.english.encode("three", add_eos=False)].mean(0)
     assert not added.equal(gloss)  # the new row learned
+
+
+def test_new_pieces_only_is_refused_when_the_data_would_add_chinese_characters(tmp_path, capsys):
+    common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)
+    with (tmp_path / "data" / "tatoeba-cmn-eng.tsv").open("a", encoding="utf-8") as data:
+        data.writelines(f"{word} seven {i}\t{WORDS[word]}七{i}\tsynthetic\n" for i in range(60))
+    with pytest.raises(SystemExit, match="Chinese characters"):
+        train_main([*common, "--out", str(tmp_path / "second"), "--work", str(tmp_path / "w2"),
+                    "--init", str(first), "--add-piece", word, "--new-pieces-only", "2"])
+    assert not (tmp_path / "second" / "weights.safetensors").exists()  # refused before training
 
 
 def test_add_piece_without_init_is_refused_before_any_training(tmp_path, capsys):
