@@ -187,15 +187,27 @@ def add_pieces(english: EnglishTokenizer, initial: dict[str, torch.Tensor], piec
         initial["src_embedding.tokens.weight"] = torch.cat([rows, torch.stack(added)])
 
 
-def freeze_all_but_new_rows(model: Transformer, first_new: int) -> None:
-    """Only the English embedding rows from ``first_new`` on learn: every other parameter stops
-    taking gradients, and the old rows' gradient is zeroed, so Adam (no weight decay) leaves them
-    bit for bit as they were."""
+def freeze_all_but_rows(model: Transformer, rows: set[int]) -> None:
+    """Only the English embedding rows in ``rows`` learn: every other parameter stops taking
+    gradients, and the other rows' gradient is zeroed, so Adam (no weight decay) leaves them bit
+    for bit as they were."""
     for name, parameter in model.named_parameters():
         parameter.requires_grad_(name == "src_embedding.tokens.weight")
     mask = torch.zeros(model.config.src_vocab_size, 1)
-    mask[first_new:] = 1.0
+    mask[sorted(rows)] = 1.0
     model.src_embedding.tokens.weight.register_hook(lambda grad: grad * mask)
+
+
+def retrained_rows(english: EnglishTokenizer, words: list[str]) -> set[int]:
+    """The ids of the existing pieces ``--retrain-piece`` names; each word must be one piece."""
+    rows = set()
+    for word in words:
+        ids = english.encode(word, add_eos=False)
+        if len(ids) != 1:
+            raise SystemExit(f"--retrain-piece: {word!r} is {len(ids)} English pieces, not one "
+                             f"(--add-piece makes a word one piece)")
+        rows.add(ids[0])
+    return rows
 
 
 def grown_state(model: Transformer, initial: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -302,10 +314,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="with --init: make WORD one English piece of its own (ai, which the "
                         "pieces read as the article a + ##i), its embedding starting as the mean of "
                         "GLOSS's pieces; repeatable")
+    parser.add_argument("--retrain-piece", action="append", default=[], metavar="WORD",
+                        help="with --new-pieces-only: the embedding row of this existing English "
+                        "piece trains too (code, which the model reads as 号码 where it means "
+                        "代码); repeatable")
     parser.add_argument("--new-pieces-only", type=int, default=0, metavar="COPIES",
-                        help="with --add-piece: train only the new pieces' embedding rows, every "
-                        "other weight frozen, on the training pairs whose English has a new piece, "
-                        "each COPIES times an epoch (the rest of the model stays exactly as it was)")
+                        help="with --add-piece or --retrain-piece: train only the embedding rows of "
+                        "the new and named pieces, every other weight frozen, on the training pairs "
+                        "whose English has one of them, each COPIES times an epoch (the rest of the "
+                        "model stays exactly as it was)")
     parser.add_argument("--average-init", action="store_true",
                         help="ship the mean of the --init weights and this stage's final weights "
                              "(keeps what the earlier stage knew better; dev figures of both kept)")
@@ -395,8 +412,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--latin-short takes a share between 0 and 1")
     if args.add_piece and args.init is None:
         parser.error("--add-piece needs --init (a new tokenizer learns its own pieces)")
-    if args.new_pieces_only < 0 or (args.new_pieces_only and not args.add_piece):
-        parser.error("--new-pieces-only takes a number of copies ≥ 0 and needs --add-piece")
+    if args.new_pieces_only < 0 or (args.new_pieces_only
+                                    and not (args.add_piece or args.retrain_piece)):
+        parser.error("--new-pieces-only takes a number of copies ≥ 0 and needs --add-piece "
+                     "or --retrain-piece")
+    if args.new_pieces_only and args.init is None:
+        parser.error("--new-pieces-only needs --init (it trains rows of an existing model)")
+    if args.retrain_piece and not args.new_pieces_only:
+        parser.error("--retrain-piece needs --new-pieces-only (it names rows to train alone)")
     if args.new_pieces_only and args.average_init:
         parser.error("--new-pieces-only changes only new rows: --average-init would halve nothing")
     if args.average_init and args.init is None:
@@ -501,13 +524,15 @@ def main(argv: list[str] | None = None) -> None:
         tgt = chinese.encode(pair.chinese)
         if 1 < len(src) <= MAX_SOURCE_TOKENS and 0 < len(tgt) < MAX_TARGET_TOKENS:
             examples.append((src, tgt))
-    first_new = (EnglishTokenizer.load(args.init / "tokenizer_en.json").vocab_size
-                 if args.new_pieces_only else 0)
+    trained_rows: set[int] = set()
     if args.new_pieces_only:
-        examples = [e for e in examples if max(e[0]) >= first_new] * args.new_pieces_only
-        print(f"new pieces only: {len(examples)} examples with a new piece", flush=True)
+        first_new = EnglishTokenizer.load(args.init / "tokenizer_en.json").vocab_size
+        trained_rows = (set(range(first_new, english.vocab_size))
+                        | retrained_rows(english, args.retrain_piece))
+        examples = [e for e in examples if trained_rows.intersection(e[0])] * args.new_pieces_only
+        print(f"new pieces only: {len(examples)} examples with a trained piece", flush=True)
         if not examples:
-            raise SystemExit("--new-pieces-only: no training pair has a new piece")
+            raise SystemExit("--new-pieces-only: no training pair has a new or retrained piece")
     if args.init:  # the architecture is the initial checkpoint's
         base = TransformerConfig.load(args.init / "config.json")
         config = replace(base, src_vocab_size=english.vocab_size,
@@ -531,7 +556,7 @@ def main(argv: list[str] | None = None) -> None:
         if grown:  # their rows would stay at their random start, frozen
             raise SystemExit(f"--new-pieces-only: the data has {grown} Chinese characters "
                              f"{args.init} lacks, and only the new English rows would train")
-        freeze_all_but_new_rows(model, first_new)
+        freeze_all_but_rows(model, trained_rows)
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     if args.decay == "linear":  # batches per epoch vary by a few with the shuffle: one draw

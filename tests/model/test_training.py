@@ -157,6 +157,49 @@ def test_new_pieces_only_is_refused_when_the_data_would_add_chinese_characters(t
     assert not (tmp_path / "second" / "weights.safetensors").exists()  # refused before training
 
 
+def test_retrain_piece_trains_only_that_existing_row(tmp_path):
+    """``--retrain-piece WORD`` with ``--new-pieces-only``: the row of one existing piece learns
+    on the pairs that have it, and every other weight, other rows included, stays bit for bit."""
+    from safetensors.torch import load_file
+
+    common, first, old, _ = _tiny_run_with_a_word_cut_in_two(tmp_path)
+    word = next(w for w in WORDS if len(old.english.encode(w, add_eos=False)) == 1)
+    row = old.english.encode(word, add_eos=False)[0]
+    second = tmp_path / "second"
+    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
+                "--retrain-piece", word, "--new-pieces-only", "2", "--lr-factor", "2"])
+    before = load_file(str(first / "weights.safetensors"))
+    after = load_file(str(second / "weights.safetensors"))
+    assert after.keys() == before.keys()
+    for name, tensor in before.items():
+        if name != "src_embedding.tokens.weight":
+            assert after[name].equal(tensor), name
+    embedding_before = before["src_embedding.tokens.weight"]
+    embedding_after = after["src_embedding.tokens.weight"]
+    assert embedding_after.shape == embedding_before.shape  # no piece added
+    others = [i for i in range(embedding_before.shape[0]) if i != row]
+    assert embedding_after[others].equal(embedding_before[others])
+    assert not embedding_after[row].equal(embedding_before[row])  # the named row learned
+    assert Translator.load(second).english.tokenize(word) == old.english.tokenize(word)
+
+
+def test_retrain_piece_is_refused_for_a_word_of_two_pieces_or_without_new_pieces_only(
+        tmp_path, capsys):
+    common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)  # word: two pieces
+    with pytest.raises(SystemExit, match="not one"):
+        train_main([*common, "--out", str(tmp_path / "second"), "--work", str(tmp_path / "w2"),
+                    "--init", str(first), "--retrain-piece", word, "--new-pieces-only", "2"])
+    assert not (tmp_path / "second" / "weights.safetensors").exists()
+    with pytest.raises(SystemExit):
+        train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"),
+                    "--init", str(first), "--retrain-piece", "one"])
+    assert "--retrain-piece needs --new-pieces-only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"),
+                    "--retrain-piece", "one", "--new-pieces-only", "2"])
+    assert "--new-pieces-only needs --init" in capsys.readouterr().err
+
+
 def test_add_piece_without_init_is_refused_before_any_training(tmp_path, capsys):
     with pytest.raises(SystemExit):
         train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
