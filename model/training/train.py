@@ -199,12 +199,13 @@ def freeze_all_but_rows(model: Transformer, rows: set[int]) -> None:
 
 
 def retrained_rows(english: EnglishTokenizer, words: list[str]) -> set[int]:
-    """The ids of the existing pieces ``--retrain-piece`` names; each word must be one piece."""
+    """The ids of the existing pieces ``--retrain-piece`` or ``--focus`` names; each word must be
+    one piece."""
     rows = set()
     for word in words:
         ids = english.encode(word, add_eos=False)
         if len(ids) != 1:
-            raise SystemExit(f"--retrain-piece: {word!r} is {len(ids)} English pieces, not one "
+            raise SystemExit(f"{word!r} is {len(ids)} English pieces, not one "
                              f"(--add-piece makes a word one piece)")
         rows.add(ids[0])
     return rows
@@ -323,6 +324,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "the new and named pieces, every other weight frozen, on the training pairs "
                         "whose English has one of them, each COPIES times an epoch (the rest of the "
                         "model stays exactly as it was)")
+    parser.add_argument("--focus", action="append", default=[], metavar="WORD",
+                        help="with --init: the whole model trains, on the training pairs whose "
+                        "English has this one-piece word, each --focus-copies times an epoch, "
+                        "plus --replay other pairs drawn at random; repeatable")
+    parser.add_argument("--focus-copies", type=int, default=1, metavar="COPIES")
+    parser.add_argument("--replay", type=int, default=0, metavar="N",
+                        help="with --focus: N other training pairs an epoch, so the rest of what "
+                        "the model knows keeps being rehearsed")
     parser.add_argument("--average-init", action="store_true",
                         help="ship the mean of the --init weights and this stage's final weights "
                              "(keeps what the earlier stage knew better; dev figures of both kept)")
@@ -418,6 +427,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      "or --retrain-piece")
     if args.new_pieces_only and args.init is None:
         parser.error("--new-pieces-only needs --init (it trains rows of an existing model)")
+    if args.focus and (args.init is None or args.new_pieces_only):
+        parser.error("--focus needs --init and trains the whole model (not with --new-pieces-only)")
+    if args.focus_copies < 1 or args.replay < 0 or ((args.replay or args.focus_copies > 1)
+                                                    and not args.focus):
+        parser.error("--focus-copies takes a number ≥ 1 and --replay one ≥ 0, both with --focus")
     if args.retrain_piece and not args.new_pieces_only:
         parser.error("--retrain-piece needs --new-pieces-only (it names rows to train alone)")
     if args.new_pieces_only and args.average_init:
@@ -533,6 +547,16 @@ def main(argv: list[str] | None = None) -> None:
         print(f"new pieces only: {len(examples)} examples with a trained piece", flush=True)
         if not examples:
             raise SystemExit("--new-pieces-only: no training pair has a new or retrained piece")
+    if args.focus:
+        focus = retrained_rows(english, args.focus)
+        focused = [e for e in examples if focus.intersection(e[0])]
+        others = [e for e in examples if not focus.intersection(e[0])]
+        replay = random.Random(args.seed).sample(others, min(args.replay, len(others)))
+        examples = focused * args.focus_copies + replay
+        print(f"focus: {len(focused)} examples with {', '.join(args.focus)} × {args.focus_copies}"
+              f" + {len(replay)} others", flush=True)
+        if not focused:
+            raise SystemExit("--focus: no training pair has " + ", ".join(args.focus))
     if args.init:  # the architecture is the initial checkpoint's
         base = TransformerConfig.load(args.init / "config.json")
         config = replace(base, src_vocab_size=english.vocab_size,

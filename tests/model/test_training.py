@@ -200,6 +200,43 @@ def test_retrain_piece_is_refused_for_a_word_of_two_pieces_or_without_new_pieces
     assert "--new-pieces-only needs --init" in capsys.readouterr().err
 
 
+def test_focus_trains_the_whole_model_on_a_words_pairs_and_some_others(tmp_path, capsys):
+    """``--focus WORD --focus-copies C --replay N``: an epoch is the pairs with WORD, C times,
+    plus N others drawn at random; every weight may move."""
+    from safetensors.torch import load_file
+
+    common, first, old, _ = _tiny_run_with_a_word_cut_in_two(tmp_path)
+    word = next(w for w in WORDS if len(old.english.encode(w, add_eos=False)) == 1)
+    second = tmp_path / "second"
+    capsys.readouterr()
+    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
+                "--focus", word, "--focus-copies", "2", "--replay", "5"])
+    printed = capsys.readouterr().out
+    focused = int(printed.split("focus: ")[1].split(" ")[0])
+    assert focused > 0 and "× 2 + 5 others" in printed
+    history = json.loads((second / "history.json").read_text(encoding="utf-8"))
+    assert history["train_pairs"] == 2 * focused + 5
+    before = load_file(str(first / "weights.safetensors"))
+    after = load_file(str(second / "weights.safetensors"))
+    assert sum(not after[n].equal(t) for n, t in before.items()) > len(before) // 2
+
+
+def test_focus_is_refused_without_init_with_new_pieces_only_or_for_several_pieces(tmp_path, capsys):
+    common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)  # word: two pieces
+    with pytest.raises(SystemExit, match="not one"):
+        train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w2"),
+                    "--init", str(first), "--focus", word])
+    for extra in (["--focus", "one"],
+                  ["--init", str(first), "--focus", "one", "--retrain-piece", "one",
+                   "--new-pieces-only", "2"],
+                  ["--init", str(first), "--replay", "5"],
+                  ["--init", str(first), "--focus", "one", "--focus-copies", "0"]):
+        with pytest.raises(SystemExit):
+            train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"), *extra])
+        assert "--focus" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "weights.safetensors").exists()
+
+
 def test_add_piece_without_init_is_refused_before_any_training(tmp_path, capsys):
     with pytest.raises(SystemExit):
         train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
