@@ -332,6 +332,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--replay", type=int, default=0, metavar="N",
                         help="with --focus: N other training pairs an epoch, so the rest of what "
                         "the model knows keeps being rehearsed")
+    parser.add_argument("--encoder-only", action="store_true",
+                        help="with --init: only the English embedding and the encoder layers "
+                        "train; the decoder, the Chinese embedding and the output stay bit for bit")
     parser.add_argument("--average-init", action="store_true",
                         help="ship the mean of the --init weights and this stage's final weights "
                              "(keeps what the earlier stage knew better; dev figures of both kept)")
@@ -432,6 +435,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.focus_copies < 1 or args.replay < 0 or ((args.replay or args.focus_copies > 1)
                                                     and not args.focus):
         parser.error("--focus-copies takes a number ≥ 1 and --replay one ≥ 0, both with --focus")
+    if args.encoder_only and (args.init is None or args.new_pieces_only):
+        parser.error("--encoder-only needs --init (and --new-pieces-only trains rows alone)")
     if args.retrain_piece and not args.new_pieces_only:
         parser.error("--retrain-piece needs --new-pieces-only (it names rows to train alone)")
     if args.new_pieces_only and args.average_init:
@@ -581,6 +586,9 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"--new-pieces-only: the data has {grown} Chinese characters "
                              f"{args.init} lacks, and only the new English rows would train")
         freeze_all_but_rows(model, trained_rows)
+    if args.encoder_only:
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad_(name.startswith(("src_embedding.", "encoder_layers.")))
     optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     if args.decay == "linear":  # batches per epoch vary by a few with the shuffle: one draw

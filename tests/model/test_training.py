@@ -221,6 +221,20 @@ def test_focus_trains_the_whole_model_on_a_words_pairs_and_some_others(tmp_path,
     assert sum(not after[n].equal(t) for n, t in before.items()) > len(before) // 2
 
 
+def test_encoder_only_leaves_the_decoder_and_the_chinese_side_bit_for_bit(tmp_path):
+    from safetensors.torch import load_file
+
+    common, first, old, _ = _tiny_run_with_a_word_cut_in_two(tmp_path)
+    second = tmp_path / "second"
+    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
+                "--encoder-only", "--lr-factor", "2"])
+    before = load_file(str(first / "weights.safetensors"))
+    after = load_file(str(second / "weights.safetensors"))
+    english = [n for n in before if n.startswith(("src_embedding.", "encoder_layers."))]
+    assert english and all(not after[n].equal(before[n]) for n in english if "weight" in n)
+    assert all(after[n].equal(before[n]) for n in before if n not in english)
+
+
 def test_focus_is_refused_without_init_with_new_pieces_only_or_for_several_pieces(tmp_path, capsys):
     common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)  # word: two pieces
     with pytest.raises(SystemExit, match="not one"):
@@ -230,7 +244,8 @@ def test_focus_is_refused_without_init_with_new_pieces_only_or_for_several_piece
                   ["--init", str(first), "--focus", "one", "--retrain-piece", "one",
                    "--new-pieces-only", "2"],
                   ["--init", str(first), "--replay", "5"],
-                  ["--init", str(first), "--focus", "one", "--focus-copies", "0"]):
+                  ["--init", str(first), "--focus", "one", "--focus-copies", "0"],
+                  ["--focus", "one", "--encoder-only"]):
         with pytest.raises(SystemExit):
             train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"), *extra])
         assert "--focus" in capsys.readouterr().err
