@@ -16,6 +16,7 @@ from model.explain.xray import ROBUST_SHARE
 # Okabe–Ito colours: distinguishable with colour-vision deficiency.
 BLUE, ORANGE, GREY = "#0072B2", "#E69F00", "#999999"
 GREEN, VERMILION, PURPLE = "#009E73", "#D55E00", "#CC79A7"
+SKY = "#56B4E9"  # a seventh series (training stage 6), never a meaning of its own
 
 # Signed values (vector entries, scores, attributions): negative blue, zero near-white, positive
 # red, in the order of the values (ColorBrewer RdBu, 9 classes).

@@ -9,10 +9,10 @@ from app import palette
 
 # the palette's colours, for the pages' figures (``from app.plots import BLUE``)
 BLUE, ORANGE, GREY = palette.BLUE, palette.ORANGE, palette.GREY
-GREEN, VERMILION, PURPLE = palette.GREEN, palette.VERMILION, palette.PURPLE
+GREEN, VERMILION, PURPLE, SKY = palette.GREEN, palette.VERMILION, palette.PURPLE, palette.SKY
 MODEL, FILTERED, CHOSEN = palette.MODEL, palette.FILTERED, palette.CHOSEN
 
-STAGE_COLOURS = [GREY, BLUE, ORANGE, GREEN, VERMILION, PURPLE]
+STAGE_COLOURS = [GREY, BLUE, ORANGE, GREEN, VERMILION, PURPLE, SKY]
 # every colour scale is the palette's (app/palette.py): one for probabilities and attention, one
 # for signed values, centred on 0 (a figure sets zmin = -m, zmax = m)
 ATTENTION_SCALE = palette.colorscale(palette.SEQUENTIAL)
