@@ -325,9 +325,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "whose English has one of them, each COPIES times an epoch (the rest of the "
                         "model stays exactly as it was)")
     parser.add_argument("--focus", action="append", default=[], metavar="WORD",
-                        help="with --init: the whole model trains, on the training pairs whose "
-                        "English has this one-piece word, each --focus-copies times an epoch, "
-                        "plus --replay other pairs drawn at random; repeatable")
+                        help="with --init: train (the whole model, or the encoder with "
+                        "--encoder-only) on the training pairs whose English has this one-piece "
+                        "word, each --focus-copies times an epoch, plus --replay other pairs drawn "
+                        "at random; repeatable")
     parser.add_argument("--focus-copies", type=int, default=1, metavar="COPIES")
     parser.add_argument("--replay", type=int, default=0, metavar="N",
                         help="with --focus: N other training pairs an epoch, so the rest of what "
@@ -431,7 +432,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.new_pieces_only and args.init is None:
         parser.error("--new-pieces-only needs --init (it trains rows of an existing model)")
     if args.focus and (args.init is None or args.new_pieces_only):
-        parser.error("--focus needs --init and trains the whole model (not with --new-pieces-only)")
+        parser.error("--focus needs --init, and not --new-pieces-only (which trains rows alone)")
     if args.focus_copies < 1 or args.replay < 0 or ((args.replay or args.focus_copies > 1)
                                                     and not args.focus):
         parser.error("--focus-copies takes a number ≥ 1 and --replay one ≥ 0, both with --focus")
@@ -580,11 +581,13 @@ def main(argv: list[str] | None = None) -> None:
     model = Transformer(config)
     if initial is not None:
         model.load_state_dict(grown_state(model, initial), strict=True)
-    if args.new_pieces_only:
+    if args.new_pieces_only or args.encoder_only:
         grown = config.tgt_vocab_size - TransformerConfig.load(args.init / "config.json").tgt_vocab_size
         if grown:  # their rows would stay at their random start, frozen
-            raise SystemExit(f"--new-pieces-only: the data has {grown} Chinese characters "
-                             f"{args.init} lacks, and only the new English rows would train")
+            flag = "--new-pieces-only" if args.new_pieces_only else "--encoder-only"
+            raise SystemExit(f"{flag}: the data has {grown} Chinese characters {args.init} lacks, "
+                             f"and their rows would not train")
+    if args.new_pieces_only:
         freeze_all_but_rows(model, trained_rows)
     if args.encoder_only:
         for name, parameter in model.named_parameters():

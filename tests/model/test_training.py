@@ -147,13 +147,16 @@ def test_new_pieces_only_trains_the_new_row_and_leaves_every_other_weight_as_it_
     assert not added.equal(gloss)  # the new row learned
 
 
-def test_new_pieces_only_is_refused_when_the_data_would_add_chinese_characters(tmp_path, capsys):
+def test_frozen_chinese_rows_are_refused_when_the_data_would_add_chinese_characters(tmp_path, capsys):
     common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)
     with (tmp_path / "data" / "tatoeba-cmn-eng.tsv").open("a", encoding="utf-8") as data:
         data.writelines(f"{word} seven {i}\t{WORDS[word]}七{i}\tsynthetic\n" for i in range(60))
     with pytest.raises(SystemExit, match="Chinese characters"):
         train_main([*common, "--out", str(tmp_path / "second"), "--work", str(tmp_path / "w2"),
                     "--init", str(first), "--add-piece", word, "--new-pieces-only", "2"])
+    with pytest.raises(SystemExit, match="--encoder-only: .* Chinese characters"):
+        train_main([*common, "--out", str(tmp_path / "second"), "--work", str(tmp_path / "w3"),
+                    "--init", str(first), "--encoder-only"])
     assert not (tmp_path / "second" / "weights.safetensors").exists()  # refused before training
 
 
