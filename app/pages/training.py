@@ -599,6 +599,7 @@ def whole_training(history: dict, lang: str, names: dict[str, str]) -> dict | No
                      "marker": {"color": colour, "symbol": "diamond", "size": 7},
                      "hovertemplate": f"{title}<br>{names['bleu']} %{{y:.2f}}<extra></extra>"})
         offset += length
+    _part_close_numbers([a for a in annotations if a["y"] == 1.02], offset)
     layout = base_layout(
         "", 380, xaxis={"title": {"text": names["minutes"]}, "rangemode": "tozero"},
         yaxis={"title": {"text": names["loss"]}, "rangemode": "tozero"},
@@ -608,6 +609,14 @@ def whole_training(history: dict, lang: str, names: dict[str, str]) -> dict | No
         shapes=shapes, annotations=annotations,
     )
     return {"data": data, "layout": layout}
+
+
+def _part_close_numbers(numbers: list[dict], total: float) -> None:
+    """Two short stages side by side (stage 5's 6.5 minutes, stage 6's 9.2, of some 400) put
+    their numbers on top of each other on a phone: each such pair is pushed a few pixels apart."""
+    for left, right in zip(numbers, numbers[1:], strict=False):
+        if right["x"] - left["x"] < 0.04 * total:
+            left["xshift"], right["xshift"] = left.get("xshift", 0) - 6, 6
 
 
 def training_stages(history: dict, lang: str) -> list[dict]:

@@ -408,6 +408,12 @@ def test_the_whole_training_spans_every_stage_on_one_axis():
     assert sum(shape["type"] == "line" for shape in figure["layout"]["shapes"]) == 3
     assert smoothed([2.0, 2.0, 2.0]) == [2.0, 2.0, 2.0]
     assert whole_training(run(5.0, 100, "only"), "en", names) is None  # one run: the curves above
+    # two short stages side by side: their numbers are pushed apart, a long one's stays put
+    history = run(9.0, 200, "sixth")
+    history["earlier_stages"] = [run(300.0, 1000, "first"), run(6.5, 100, "fifth")]
+    numbers = [a for a in whole_training(history, "en", names)["layout"]["annotations"]
+               if a["text"] in ("1", "2", "3")]
+    assert [a.get("xshift", 0) for a in numbers] == [0, -6, 6]
 
 
 def test_the_shipped_history_reaches_back_to_random_weights(app_client):

@@ -252,6 +252,10 @@ def test_focus_is_refused_without_init_with_new_pieces_only_or_for_several_piece
         with pytest.raises(SystemExit):
             train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"), *extra])
         assert "--focus" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"),
+                    "--encoder-only"])
+    assert "--encoder-only needs --init" in capsys.readouterr().err
     assert not (tmp_path / "o" / "weights.safetensors").exists()
 
 
