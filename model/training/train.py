@@ -332,7 +332,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--focus-copies", type=int, default=1, metavar="COPIES")
     parser.add_argument("--replay", type=int, default=0, metavar="N",
                         help="with --focus: N other training pairs an epoch, so the rest of what "
-                        "the model knows keeps being rehearsed")
+                        "the model knows keeps being rehearsed; with --init alone: an epoch is N "
+                        "training pairs drawn at random (a short pass at a low rate)")
     parser.add_argument("--encoder-only", action="store_true",
                         help="with --init: only the English embedding and the encoder layers "
                         "train; the decoder, the Chinese embedding and the output stay bit for bit")
@@ -433,9 +434,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--new-pieces-only needs --init (it trains rows of an existing model)")
     if args.focus and (args.init is None or args.new_pieces_only):
         parser.error("--focus needs --init, and not --new-pieces-only (which trains rows alone)")
-    if args.focus_copies < 1 or args.replay < 0 or ((args.replay or args.focus_copies > 1)
-                                                    and not args.focus):
-        parser.error("--focus-copies takes a number ≥ 1 and --replay one ≥ 0, both with --focus")
+    if args.focus_copies < 1 or args.replay < 0 or (args.focus_copies > 1 and not args.focus):
+        parser.error("--focus-copies takes a number ≥ 1 (with --focus) and --replay one ≥ 0")
+    if args.replay and (args.init is None or args.new_pieces_only):
+        parser.error("--replay needs --init, and not --new-pieces-only (which trains rows alone)")
     if args.encoder_only and (args.init is None or args.new_pieces_only):
         parser.error("--encoder-only needs --init (and --new-pieces-only trains rows alone)")
     if args.retrain_piece and not args.new_pieces_only:
@@ -563,6 +565,9 @@ def main(argv: list[str] | None = None) -> None:
               f" + {len(replay)} others", flush=True)
         if not focused:
             raise SystemExit("--focus: no training pair has " + ", ".join(args.focus))
+    elif args.replay:
+        examples = random.Random(args.seed).sample(examples, min(args.replay, len(examples)))
+        print(f"replay: {len(examples)} training examples drawn at random", flush=True)
     if args.init:  # the architecture is the initial checkpoint's
         base = TransformerConfig.load(args.init / "config.json")
         config = replace(base, src_vocab_size=english.vocab_size,

@@ -246,7 +246,7 @@ def test_focus_is_refused_without_init_with_new_pieces_only_or_for_several_piece
     for extra in (["--focus", "one"],
                   ["--init", str(first), "--focus", "one", "--retrain-piece", "one",
                    "--new-pieces-only", "2"],
-                  ["--init", str(first), "--replay", "5"],
+                  ["--init", str(first), "--focus-copies", "2"],
                   ["--init", str(first), "--focus", "one", "--focus-copies", "0"],
                   ["--focus", "one", "--encoder-only"]):
         with pytest.raises(SystemExit):
@@ -256,7 +256,34 @@ def test_focus_is_refused_without_init_with_new_pieces_only_or_for_several_piece
         train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"),
                     "--encoder-only"])
     assert "--encoder-only needs --init" in capsys.readouterr().err
+    for extra in (["--replay", "5"],
+                  ["--init", str(first), "--replay", "5", "--add-piece", "zyx",
+                   "--new-pieces-only", "2"]):
+        with pytest.raises(SystemExit):
+            train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"),
+                        *extra])
+        assert "--replay needs --init" in capsys.readouterr().err
     assert not (tmp_path / "o" / "weights.safetensors").exists()
+
+
+def test_replay_alone_is_a_short_pass_over_pairs_drawn_at_random(tmp_path, capsys):
+    """``--init CKPT --replay N`` without --focus: an epoch is N training pairs drawn at random
+    (seeded: the same seed draws the same pairs), and the whole model trains on them."""
+    from safetensors.torch import load_file
+
+    common, first, _, _ = _tiny_run_with_a_word_cut_in_two(tmp_path)
+    runs = []
+    for name in ("second", "again"):
+        out = tmp_path / name
+        capsys.readouterr()
+        train_main([*common, "--out", str(out), "--work", str(tmp_path / f"w-{name}"),
+                    "--init", str(first), "--replay", "7"])
+        assert "replay: 7 training examples drawn at random" in capsys.readouterr().out
+        assert json.loads((out / "history.json").read_text(encoding="utf-8"))["train_pairs"] == 7
+        runs.append(load_file(str(out / "weights.safetensors")))
+    before = load_file(str(first / "weights.safetensors"))
+    assert sum(not runs[0][n].equal(t) for n, t in before.items()) > len(before) // 2
+    assert all(runs[0][n].equal(runs[1][n]) for n in before)
 
 
 def test_add_piece_without_init_is_refused_before_any_training(tmp_path, capsys):
