@@ -98,6 +98,7 @@ class Translation:
     source_tokens: list[str]
     target_tokens: list[str]
     steps: list[Step]
+    finished: bool  # False when max_len cut it off before <eos>
 
 
 @dataclass
@@ -237,6 +238,7 @@ class Translator:
         return Translation(
             text, self.chinese.decode(result.tokens), self.source_tokens(src_list),
             self.target_tokens(result.tokens), self._steps(logits, labels, options, 0),
+            result.finished,
         )
 
     @torch.inference_mode()

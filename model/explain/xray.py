@@ -319,11 +319,13 @@ def strip_codes(header: dict, arrays: dict[str, np.ndarray]) -> dict[str, np.nda
 
 
 def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
-         model=None) -> bytes:
+         model=None, alternative: dict | None = None) -> bytes:
     """Everything the x-ray page draws for one sentence, packed (see the module docstring);
     ``original``: when a prefix is forced, the tokens of the translation without it; ``model``:
     the model that made the trace, whose LayerNorms let the Add & Norm strips go as corrections
-    to a guess (without it they go as plain codes)."""
+    to a guess (without it they go as plain codes); ``alternative``: the sentence translated with
+    another decoding (``{strategy, beam_size, translation, finished}``), shown beside the
+    player's."""
     recorded: RecordedPass = trace.recorded
     norms = norm_parameters(model) if model is not None else None
     arrays: dict[str, np.ndarray] = {}
@@ -367,6 +369,7 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
         "decoder_input": trace.decoder_input, "options": trace.options,
         "length_penalty": trace.options.get("length_penalty", 0.6),
         "steps": steps, "beam": asdict_list(trace.beam), "original": original,
+        "alternative": alternative,
         # the narration quotes the first three numbers of a source token's embedding
         "embedding_head": np.round(recorded.embedding("encoder")[:, :3].double().numpy(), 4).tolist(),
         "norms": list(NORMS), "stages": stages, "sampling": sampling,

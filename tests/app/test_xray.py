@@ -235,3 +235,28 @@ def test_the_view_is_gzipped_once_and_sent_plain_when_asked(app_client):
     assert zipped.content == plain.content  # the client unzips it to the same bytes
     assert zipped.headers["content-type"] == "application/octet-stream"
     assert app_client.post("/api/xray/view", json={"text": "猫"}).status_code == 422
+
+
+@pytest.mark.parametrize(("options", "other"), [
+    ({}, {"strategy": "beam", "beam_size": 4}),
+    ({"strategy": "sample", "seed": 5}, {"strategy": "beam", "beam_size": 4}),
+    ({"strategy": "beam", "beam_size": 2}, {"strategy": "beam", "beam_size": 4}),
+    ({"forced_prefix": ["我"]}, {"strategy": "beam", "beam_size": 4}),
+    ({"strategy": "beam", "beam_size": 4}, {"strategy": "greedy"}),
+    ({"strategy": "beam", "forced_prefix": ["我"]}, {"strategy": "beam", "beam_size": 4}),
+])
+def test_the_view_carries_the_sentence_by_the_other_decoding(app_client, options, other):
+    """The translation shown above the player (issue 26, item 5): beam search with 4 beams, or
+    greedy decoding when the view is beam 4's own; never forced; the same text /api/translate
+    gives for that decoding, cut by the same max_len."""
+    from model.explain import xray
+
+    for max_len in (6, 2):
+        body = {"text": TEXT, "max_len": max_len, **options}
+        header, _ = xray.unpack(app_client.post("/api/xray/view", json=body).content)
+        expected = app_client.post("/api/translate", json={"text": TEXT, "max_len": max_len,
+                                                           **other}).json()
+        assert header["alternative"] == {
+            "strategy": other["strategy"], "beam_size": other.get("beam_size"),
+            "translation": expected["translation"], "finished": expected["finished"]}
+    assert header["alternative"]["finished"] is False  # two tokens: cut off before <eos>

@@ -69,3 +69,60 @@ def test_the_note_reads_in_chinese(page, server):
     ready(page)
     assert "留出测试集" in page.locator("#xr-beam-note").text_content()
     assert page.locator("#xr-beam-link").text_content() == "改用束搜索（束宽 4）翻译"
+
+
+def result_lines(page) -> list[dict]:
+    return page.locator("#xr-result-lines p").evaluate_all("""ps => ps.map(p => ({
+        role: p.dataset.role, label: p.querySelector('.xr-result-label').textContent,
+        text: p.querySelector('.xr-result-text').textContent, lang: p.querySelector('.xr-result-text').lang,
+        first: p.classList.contains('xr-result-first'), same: p.textContent.includes('(the same)')}))""")
+
+
+def translated(page, server: str, **options) -> str:
+    answer = page.request.post(f"{server}/api/translate", data={"text": MUSEUM, **options})
+    assert answer.ok
+    return answer.json()["translation"]
+
+
+MUSEUM = "The museum opens at nine o'clock on Sundays."
+
+
+def test_the_translation_shown_first_is_beam_searchs_and_the_players_is_beside_it(page, server):
+    page.goto(f"{server}{XRAY}?text={quote(MUSEUM)}")
+    ready(page)
+    beam, greedy = translated(page, server, strategy="beam", beam_size=4), translated(page, server)
+    assert page.locator("#xr-result").is_visible()
+    assert page.locator("#xr-result-title").text_content() == "Translation"
+    first, second = result_lines(page)
+    assert first == {"role": "other", "label": "Beam search (4 beams)", "text": beam,
+                     "lang": "zh-CN", "first": True, "same": False}
+    assert second["role"] == "player" and second["text"] == greedy
+    assert second["label"] == "Greedy decoding — the player below steps through this one"
+    assert second["text"] == page.evaluate("ITTXray.state.trace.translation")
+    assert second["same"] == (beam == greedy)
+
+    page.locator("#xr-beam-link").click()  # the player runs beam 4: it is first, greedy second
+    page.wait_for_function("() => ITTXray.state.req && ITTXray.state.req.strategy === 'beam'")
+    ready(page)
+    first, second = result_lines(page)
+    assert (first["role"], first["text"], first["first"]) == ("player", beam, True)
+    assert first["label"] == "Beam search (4 beams) — the player below steps through this one"
+    assert (second["role"], second["label"], second["text"]) == ("other", "Greedy decoding", greedy)
+
+    # a forced prefix: the player's line says so; beam 4 above it is the unforced sentence's
+    page.goto(f"{server}{XRAY}?text={quote(MUSEUM)}&forced=%E5%91%A8&max_len=4")
+    ready(page)
+    first, second = result_lines(page)
+    assert first["text"] == translated(page, server, strategy="beam", beam_size=4, max_len=4) + "…"
+    assert second["label"].startswith("Greedy decoding, with the characters you forced")
+    assert second["text"].startswith("周") and second["text"].endswith("…")
+    assert page.locator("#xr-result").text_content().count("(cut off at the maximum length)") == 2
+
+
+def test_the_translation_box_reads_in_chinese(page, server):
+    page.goto(f"{server}/lang/zh?next={quote('/?text=' + quote(MUSEUM))}")
+    ready(page)
+    assert page.locator("#xr-result-title").text_content() == "译文"
+    first, second = result_lines(page)
+    assert first["label"] == "束搜索（束宽 4）"
+    assert second["label"] == "贪心解码——下面的播放器逐步演示的就是这一条"

@@ -22,6 +22,8 @@ def shown(page) -> dict:
         "trace": page.evaluate("JSON.stringify(window.ITTXray.state.trace)"),
         "xr": page.evaluate("JSON.stringify(window.ITTXray.state.xr)"),
         "tokens": page.locator('.xr-row[data-key="enc-tokens"] .xr-token').all_text_contents(),
+        # the translation above the player: beam 4's (in the view) and the player's own
+        "result": page.locator("#xr-result-lines p").all_text_contents(),
     }
 
 
@@ -37,6 +39,7 @@ def test_a_saved_xray_opens_again_without_the_model(page, server, tmp_path):
     page.goto(f"{server}/?text={quote(SEED)}&strategy=sample&seed=7&temperature=1.3&max_len=8")
     ready(page)
     before = shown(page)
+    assert len(before["result"]) == 2 and before["result"][0].startswith("Beam search (4 beams)")
     assert json.loads(before["xr"])["decoder"]["values"] is None  # they come when the player moves
     saved = save(page, tmp_path, "#xr-save")
     before["xr"] = shown(page)["xr"]  # saving asked for them: the file has them

@@ -247,10 +247,11 @@ function layers(header, arrays, side, weights) {
   });
 }
 
-/** /api/xray/view → { trace, xr, original }: trace with the fields of /api/trace the page reads
+/** /api/xray/view → { trace, xr, original, alternative }: trace with the fields of /api/trace the page reads
     (every head's attention only in a view saved before they went apart: trace.heads says),
     xr the strips (the decoder's null until /api/xray/strips), the sampling table's rows and the length penalty (logits: null until asked),
-    original the unforced translation's steps when a prefix was forced. */
+    original the unforced translation's steps when a prefix was forced, alternative the sentence
+    by the other decoding (beam 4, or greedy when the view is beam 4's; null in older files). */
 export function decodeView(buffer) {
   const { header: h, arrays } = unpack(buffer);
   const weights = attentionMeans(h, arrays);
@@ -278,7 +279,7 @@ export function decodeView(buffer) {
     length_penalty: h.length_penalty, vocabSize: h.vocab_size, sampling, logits: null, vocab: null,
   };
   const original = h.original ? { steps: h.original.map((token) => ({ token })) } : null;
-  return { trace, xr, original };
+  return { trace, xr, original, alternative: h.alternative || null };
 }
 
 /** /api/xray/strips → the decoder's strips, set on ``xr`` as decodeView sets the encoder's. */

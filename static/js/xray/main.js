@@ -10,6 +10,7 @@
    rows.js (rows, layout, strips), overlay.js (lines, bars, tokens), narration.js, player.js
    (render, play, step, scroll, motion), whatif.js (sampling knobs, forcing, comparison),
    sampling.js and beam.js (the formulas copied from Python, pure), beamtree.js, blocks.js,
+   result.js (the translation above the player: beam 4 first, the player's decoding beside it),
    saved.js (saving the x-ray to a file and opening it again), zoom.js (the one-screen overview
    and zooming into a layer). */
 
@@ -23,6 +24,7 @@ import { decodeAll, draw, drawCompare, drawDecodingSwitch, drawSampling, switchD
 import { renderBlock, toggleBlock } from "./blocks.js";
 import { loadHeads } from "./overlay.js";
 import { drawBeam } from "./beamtree.js";
+import { drawResult } from "./result.js";
 import { filterDistribution } from "./sampling.js";
 import { fromModel, showRequest, wireFiles } from "./saved.js";
 import { checkWidth, openFrom, startZoom, toggleZoom, wireZoom, zoomFromURL } from "./zoom.js";
@@ -45,7 +47,7 @@ async function show(view, req, heads = null, strips = null) {
   document.body.dataset.xray = "loading";
   S.playing = false;
   clearTimeout(S.timer);
-  const { trace, xr, original } = decodeView(view);
+  const { trace, xr, original, alternative } = decodeView(view);
   S.view = view;
   S.req = req;
   S.trace = trace;
@@ -58,6 +60,7 @@ async function show(view, req, heads = null, strips = null) {
   if (strips) decodeStrips(strips, xr);
   document.body.dataset.xrayStrips = xr.decoder.values ? "ready" : "none";
   S.original = original;
+  S.alternative = alternative;
   S.focus = null;
   for (const state of S.open.values()) { state.position = null; state.row.panel.hidden = true; }
   S.open.clear();
@@ -88,6 +91,7 @@ async function show(view, req, heads = null, strips = null) {
   drawDecodingSwitch();
   drawCompare();
   drawBeam();
+  drawResult();
   document.body.dataset.xray = "ready";
   requestAnimationFrame(() => { document.body.dataset.xrayDrawnMs = String(Math.round(performance.now())); });
 }

@@ -17,6 +17,8 @@ export const S = {
   //               past the landing frame, or read from a saved file
   stripsAsked: null, // the pending /api/xray/strips request for this trace, once asked
   original: null, // when a prefix is forced, the unforced translation's steps (for the comparison)
+  alternative: null, // the sentence by the other decoding, { strategy, beam_size, translation,
+  //                    finished }: beam 4, or greedy when the player runs beam 4 (result.js)
   detail: "blocks", // the timeline: "blocks" (every sub-step) or "steps" (one frame per time step)
   frames: [], // the timeline: one entry per frame, built by frames.js
   frame: 0, // index into frames of the frame on screen
