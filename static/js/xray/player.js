@@ -124,7 +124,10 @@ function scrollActiveIntoView() {
   }
   const rect = row.node.getBoundingClientRect();
   if (rect.top < player.bottom || rect.bottom > window.innerHeight) {
-    window.scrollBy({ top: rect.top - player.bottom - 20, behavior: "auto" });
+    // scrolling down moves a player that has not stuck yet up with the page, until it sticks
+    // below the header: aim below where it will be, not where it is
+    const below = rect.top >= player.bottom ? Math.min(player.bottom, top + player.height) : player.bottom;
+    window.scrollBy({ top: rect.top - below - 20, behavior: "auto" });
   }
 }
 
