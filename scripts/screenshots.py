@@ -1,7 +1,8 @@
 """Screenshots of the main pages for the README, taken against the shipped checkpoint.
 
     python scripts/screenshots.py [--checkpoint DIR] [--out docs/screenshots] [--lang en]
-    python scripts/screenshots.py --xray        # the x-ray: en, zh and zoomed at 1440×900, 390 px
+    python scripts/screenshots.py --xray        # the x-ray: en, zh and zoomed at 1440×900, 390 px,
+                                                # and the translation above its player
 
 Starts the server on a free loopback port, opens each page at 1280×800 in headless Chromium,
 waits until every figure is drawn, and writes docs/screenshots/<page>.png (viewport only, so each
@@ -52,6 +53,8 @@ XRAY_SHOTS = {
     "xray-zoom": ("en", (1440, 900), XRAY_QUERY + "&zoom=d-0&open=d-0-cross_attention"),
     "xray-390": ("en", (390, 844), XRAY_QUERY),
 }
+# The translation above the player (beam 4 first, greedy beside it) on a sentence where they differ.
+TRANSLATION_QUERY = "/?text=The+museum+opens+at+nine+o%27clock+on+Sundays."
 
 
 def xray_shots(browser, url: str, out: Path) -> None:
@@ -79,6 +82,25 @@ def xray_shots(browser, url: str, out: Path) -> None:
         page.screenshot(path=str(path), animations="disabled", **extra)
         print(f"{shown(path)}: {path.stat().st_size / 1024:.0f} KB")
         context.close()
+    translation_shot(browser, url, out)
+
+
+def translation_shot(browser, url: str, out: Path) -> None:
+    """The decoding options, the translation box and the note on beam search, at 1280 px."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
+    context.add_init_script(TRACK_FETCH)
+    page = context.new_page()
+    page.goto(f"{url}/lang/en?next=/")
+    page.goto(url + TRANSLATION_QUERY)
+    page.locator("body[data-xray=ready]").wait_for()
+    page.wait_for_function(SETTLED, timeout=30000)
+    top = page.locator("#xr-options").bounding_box()
+    bottom = page.locator("#xr-beam-note").bounding_box() or page.locator("#xr-result").bounding_box()
+    path = out / "xray-translation.png"
+    page.screenshot(path=str(path), animations="disabled", full_page=True, clip={
+        "x": 0, "y": top["y"] - 8, "width": 1280, "height": bottom["y"] + bottom["height"] - top["y"] + 16})
+    print(f"{shown(path)}: {path.stat().st_size / 1024:.0f} KB")
+    context.close()
 
 
 def main(argv: list[str] | None = None) -> None:
