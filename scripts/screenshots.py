@@ -57,17 +57,25 @@ XRAY_SHOTS = {
 TRANSLATION_QUERY = "/?text=The+museum+opens+at+nine+o%27clock+on+Sundays."
 
 
+def open_xray(browser, address: str, lang: str, width: int, height: int):
+    """A new browser context in ``lang`` at that viewport, the x-ray at ``address`` drawn and
+    settled: (context, page)."""
+    context = browser.new_context(viewport={"width": width, "height": height},
+                                  locale="en-US" if lang == "en" else "zh-CN")
+    context.add_init_script(TRACK_FETCH)
+    page = context.new_page()
+    origin = address.split("/?", 1)[0]
+    page.goto(f"{origin}/lang/{lang}?next=/")
+    page.goto(address)
+    page.locator("body[data-xray=ready]").wait_for()
+    page.wait_for_function(SETTLED, timeout=30000)
+    return context, page
+
+
 def xray_shots(browser, url: str, out: Path) -> None:
     """The x-ray with the whole model below the player (and one layer zoomed, and on a phone)."""
     for name, (lang, (width, height), query) in XRAY_SHOTS.items():
-        context = browser.new_context(viewport={"width": width, "height": height},
-                                      locale="en-US" if lang == "en" else "zh-CN")
-        context.add_init_script(TRACK_FETCH)
-        page = context.new_page()
-        page.goto(f"{url}/lang/{lang}?next=/")
-        page.goto(url + query)
-        page.locator("body[data-xray=ready]").wait_for()
-        page.wait_for_function(SETTLED, timeout=30000)
+        context, page = open_xray(browser, url + query, lang, width, height)
         target = ".xr-group.xr-zoomed" if "zoom=" in query else "#xr-stage"
         page.evaluate(  # the stage (or the opened block) just below the sticky player
             """(s) => { const top = document.querySelector(s).getBoundingClientRect().top + window.scrollY;
@@ -87,13 +95,7 @@ def xray_shots(browser, url: str, out: Path) -> None:
 
 def translation_shot(browser, url: str, out: Path) -> None:
     """The decoding options, the translation box and the note on beam search, at 1280 px."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
-    context.add_init_script(TRACK_FETCH)
-    page = context.new_page()
-    page.goto(f"{url}/lang/en?next=/")
-    page.goto(url + TRANSLATION_QUERY)
-    page.locator("body[data-xray=ready]").wait_for()
-    page.wait_for_function(SETTLED, timeout=30000)
+    context, page = open_xray(browser, url + TRANSLATION_QUERY, "en", 1280, 800)
     top = page.locator("#xr-options").bounding_box()
     bottom = page.locator("#xr-beam-note").bounding_box() or page.locator("#xr-result").bounding_box()
     path = out / "xray-translation.png"

@@ -41,9 +41,9 @@ from model.translator import InputError, Translator
 router = APIRouter()
 
 Side = Literal["encoder", "decoder"]
-ALTERNATIVE_BEAM = 4  # the beam size eval.json measures ("beam4") and the page shows first
 Block = Literal["embedding", "self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn",
                 "add_norm3", "output"]
+ALTERNATIVE_BEAM = 4  # the beam size eval.json measures ("beam4") and the page shows first
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
