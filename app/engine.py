@@ -675,6 +675,10 @@ class Engine:
                     self.cache_bytes -= evicted
         return value, elapsed
 
+    def cached(self, request: TranslateRequest) -> Trace | None:
+        """The trace already kept for ``request``, without running anything (None if none)."""
+        return self._cached(request.cache_key())
+
     def _key_lock(self, key: tuple) -> threading.Lock:
         with self._lock:
             return self._key_locks.setdefault(key, threading.Lock())

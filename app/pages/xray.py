@@ -35,6 +35,7 @@ from app.layout import render_page
 from app.schemas import FORCED_RULE, TOKENS_RULE, TRACE_ERRORS, TraceRequest, errors, model_limit
 from model.decoding import DecodingOptions
 from model.explain import xray
+from model.explain.trace import Trace
 from model.tokenizer import MAX_SOURCE_TOKENS
 from model.translator import InputError, Translator
 
@@ -169,8 +170,9 @@ def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
     if request.forced_prefix:
         plain, plain_ms = engine.trace(request.model_copy(update={"forced_prefix": []}))
         original, model_ms = [step.token for step in plain.steps], model_ms + plain_ms
+    kept = engine.cached(alternative_request(request))  # the learner switched decodings
     other, other_ms = engine.derived(request, trace, "xray_alternative", alternative, translator,
-                                     request)
+                                     request, kept, on_model_thread=kept is None)
     bodies, _ = engine.derived(request, trace, "xray_view", _both, xray.view, trace,
                                translator.chinese.vocabulary, original, translator.model, other,
                                on_model_thread=False)
@@ -188,11 +190,19 @@ def alternative_options(request: TraceRequest) -> DecodingOptions:
     return DecodingOptions(strategy="beam", beam_size=ALTERNATIVE_BEAM, max_len=request.max_len)
 
 
-def alternative(translator: Translator, request: TraceRequest) -> dict:
-    """The sentence translated with :func:`alternative_options` (without a forced prefix), by the
-    lean decoder: nothing recorded, only the text (a few dozen bytes in the view)."""
+def alternative_request(request: TraceRequest) -> TraceRequest:
+    """The request of :func:`alternative_options`' decoding, to find its trace when one is kept."""
     options = alternative_options(request)
-    result = translator.translate(request.text, options)
+    return TraceRequest(text=request.text, strategy=options.strategy, beam_size=options.beam_size,
+                        max_len=options.max_len)
+
+
+def alternative(translator: Translator, request: TraceRequest, kept: Trace | None = None) -> dict:
+    """The sentence translated with :func:`alternative_options` (without a forced prefix): read
+    from ``kept``, that decoding's trace when the cache has it (the learner switched decodings), else
+    by the lean decoder: nothing recorded, only the text (a few dozen bytes in the view)."""
+    options = alternative_options(request)
+    result = kept if kept is not None else translator.translate(request.text, options)
     return {"strategy": options.strategy,
             "beam_size": options.beam_size if options.strategy == "beam" else None,
             "translation": result.translation, "finished": result.finished}

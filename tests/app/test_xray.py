@@ -260,3 +260,24 @@ def test_the_view_carries_the_sentence_by_the_other_decoding(app_client, options
             "strategy": other["strategy"], "beam_size": other.get("beam_size"),
             "translation": expected["translation"], "finished": expected["finished"]}
     assert header["alternative"]["finished"] is False  # two tokens: cut off before <eos>
+
+
+def test_the_other_decoding_is_read_from_its_kept_trace_when_there_is_one(fresh_client):
+    """Switching decodings: the view of beam 4 after greedy's trace reads greedy's translation from
+    the kept trace (one encoder pass: the beam trace's own), and a sentence with nothing kept runs
+    the lean decoder as well (two)."""
+    from model.explain import xray
+
+    fresh_client.post("/api/trace", json={"text": TEXT, "max_len": 6})  # greedy, kept
+    greedy = fresh_client.post("/api/translate", json={"text": TEXT, "max_len": 6}).json()
+    calls, restore = _counting(fresh_client)
+    try:
+        beam = {"strategy": "beam", "beam_size": 4, "max_len": 6}
+        header, _ = xray.unpack(fresh_client.post("/api/xray/view", json={"text": TEXT, **beam}).content)
+        switched = dict(calls)
+        fresh_client.post("/api/xray/view", json={"text": "A dog runs.", **beam})
+    finally:
+        restore()
+    assert header["alternative"]["translation"] == greedy["translation"]
+    assert switched["encode"] == 1
+    assert calls["encode"] == 3
