@@ -165,7 +165,8 @@ function vectorStep(name, label, vector, dims) {
 }
 
 function previewStep(name, label, preview) {
-  const caption = t("xray.b.preview", { r: preview.shape[0], c: preview.shape[1], br: preview.block[0], bc: preview.block[1] });
+  const caption = t("xray.b.preview", { r: preview.shape[0], c: preview.shape[1], pr: preview.means.length,
+    pc: preview.means[0].length, br: preview.block[0], bc: preview.block[1] });
   const box = el("div");
   box.append(matrixCanvas(preview.means, 3), el("div", caption, "xr-vals"));
   return step(name, label, `${preview.shape[0]}×${preview.shape[1]}`, box);
