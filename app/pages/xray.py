@@ -200,12 +200,16 @@ def alternative_request(request: TraceRequest) -> TraceRequest:
 def alternative(translator: Translator, request: TraceRequest, kept: Trace | None = None) -> dict:
     """The sentence translated with :func:`alternative_options` (without a forced prefix): read
     from ``kept``, that decoding's trace when the cache has it (the learner switched decodings), else
-    by the lean decoder: nothing recorded, only the text (a few dozen bytes in the view)."""
+    by the lean decoder: nothing recorded, only the text and each step's token with the model's
+    probability for it (temperature 1), which the page marks where it was unsure (a few hundred
+    bytes in the view; a file saved before has neither list and shows the text alone)."""
     options = alternative_options(request)
     result = kept if kept is not None else translator.translate(request.text, options)
     return {"strategy": options.strategy,
             "beam_size": options.beam_size if options.strategy == "beam" else None,
-            "translation": result.translation, "finished": result.finished}
+            "translation": result.translation, "finished": result.finished,
+            "tokens": [step.token for step in result.steps],
+            "probs": [round(step.prob, 4) for step in result.steps]}
 
 
 @router.post("/api/xray/strips", responses={200: PACKED_DOC, **TRACE_ERRORS}, tags=["x-ray"],

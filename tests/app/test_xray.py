@@ -258,7 +258,10 @@ def test_the_view_carries_the_sentence_by_the_other_decoding(app_client, options
                                                            **other}).json()
         assert header["alternative"] == {
             "strategy": other["strategy"], "beam_size": other.get("beam_size"),
-            "translation": expected["translation"], "finished": expected["finished"]}
+            "translation": expected["translation"], "finished": expected["finished"],
+            # each step's token and the model's probability for it: what the page marks
+            "tokens": [step["token"] for step in expected["steps"]],
+            "probs": [round(step["prob"], 4) for step in expected["steps"]]}
     assert header["alternative"]["finished"] is False  # two tokens: cut off before <eos>
 
 

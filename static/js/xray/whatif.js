@@ -1,12 +1,19 @@
 /* The what-ifs: the sampling knobs on the current step's real logits, a seeded draw, decoding the
    whole sentence with the knobs, forcing a character, and the original beside the forced run.
-   The table starts from the view's rows; every logit is asked for when a knob first turns. */
+   The table starts from the view's rows; every logit is asked for when a knob first turns.
+
+   The knobs and the address agree (issue 56, item 8): each new trace sets the knobs to its own
+   decoding's (a sampled run's temperature, top-k, top-p and seed; the model's own distribution
+   otherwise), and knobs let go back at that distribution while a sampled run with other
+   settings is on screen take the page back to greedy decoding. So forcing a character always
+   forces the decoding on screen, and "Original" is the translation the player showed. */
 
 import { S } from "./state.js";
 import { $, barCell, el, fixed, t } from "./dom.js";
 import { current, frameIndex } from "./frames.js";
 import { decodeLogits } from "./data.js";
 import { filterDistribution, pick, seeded, softmax } from "./sampling.js";
+import { playerLabel } from "./result.js";
 
 const DIST_ROWS = 15;
 const UNFORCEABLE = ["<pad>", "<bos>"];
@@ -31,6 +38,45 @@ function samplingStep() {
 function atStart(settings) {
   return settings.temperature === 1 && !settings.topK && settings.topP === null;
 }
+
+/** The knobs of the request on screen: a sampled run's settings, else the model's own
+    distribution (temperature 1, no top-k, no top-p); the seed a sampled run used. */
+function requestKnobs(req) {
+  const sampled = req.strategy === "sample";
+  return {
+    temperature: sampled && req.temperature !== undefined ? Number(req.temperature) : 1,
+    topK: sampled && Number(req.top_k) > 0 ? Number(req.top_k) : null,
+    topP: sampled && req.top_p !== undefined && Number(req.top_p) < 1 ? Number(req.top_p) : null,
+    seed: sampled && req.seed !== undefined ? Number(req.seed) : null,
+  };
+}
+
+let knobsFor = null; // the trace whose decoding the knobs were last set to
+
+/** Set the knobs to the decoding of the trace on screen, once per trace. */
+function knobsFromRequest() {
+  if (knobsFor === S.trace) return;
+  knobsFor = S.trace;
+  const knobs = requestKnobs(S.req);
+  $("xr-temperature").value = String(knobs.temperature);
+  $("xr-topk").value = String(knobs.topK ?? 0);
+  $("xr-topp").value = String(knobs.topP ?? 1);
+  if (knobs.seed !== null) $("xr-seed").value = String(knobs.seed);
+}
+
+/** A knob let go: back at the model's own distribution while a sampled run with other settings
+    is on screen, the page goes back to greedy decoding (the address keeps no sampling setting
+    the knobs no longer show). */
+function knobSettled() {
+  if (!S.trace || !S.req || S.req.strategy !== "sample") return;
+  if (!atStart(samplingSettings()) || atStart(requestKnobs(S.req))) return;
+  const query = ITT.params();
+  for (const name of ["strategy", "temperature", "top_k", "top_p", "seed", "forced", "frame"]) query.delete(name);
+  visit(query);
+}
+
+// main.js redraws the table on every movement ("input"); a knob let go is a "change"
+for (const id of ["xr-temperature", "xr-topk", "xr-topp"]) $(id).addEventListener("change", knobSettled);
 
 /** Every logit of this sentence, asked for once per trace (the view carries only the table's
     rows at the knobs' starting values); resolves when S.xr.logits and S.xr.vocab are set. */
@@ -79,6 +125,7 @@ function fromRows(stepIndex) {
 
 /** The sampling table for the current step: the model's probabilities and the knobs' ones. */
 export function drawSampling() {
+  knobsFromRequest();
   const stepIndex = samplingStep();
   const settings = samplingSettings();
   $("xr-temperature-out").textContent = fixed(settings.temperature, 2);
@@ -229,6 +276,13 @@ export function drawCompare() {
   }));
   chips($("xr-original"), a);
   chips($("xr-forced"), b);
+  // the decoding both runs used: the one on screen before forcing, with the knobs it set
+  const plain = { ...S.req, forced_prefix: [] };
+  const knobs = requestKnobs(S.req);
+  const settings = S.req.strategy === "sample" ? t("xray.result.sample_settings", {
+    temperature: fixed(knobs.temperature, 2), k: knobs.topK ?? 0, p: fixed(knobs.topP ?? 1, 2),
+    seed: knobs.seed ?? 0 }) : "";
+  $("xr-original-how").textContent = t("xray.result.original_how", { label: playerLabel(plain) + settings });
   $("xr-diverge").textContent = diverge < Math.max(a.length, b.length)
     ? t("xray.diverge", { t: diverge + 1, a: a[diverge] ?? "∅", b: b[diverge] ?? "∅" }) : "";
   const query = ITT.params();
