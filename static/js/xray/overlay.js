@@ -110,8 +110,18 @@ export function drawOverlay(row, frame) {
 /** A white veil over what is not computed yet, from x to the row's right edge; from names the
     first veiled lane ("memory" for the memory strip of a cross-attention row). */
 function veil(row, x, y, height, from) {
-  return svg("rect", { x, y, width: row.width - x, height, fill: "#fff", opacity: 0.88, class: "xr-veil",
-    "data-from": from });
+  const group = svg("g");
+  group.append(svg("rect", { x, y, width: row.width - x, height, fill: "#fff", class: "xr-veil", "data-from": from }));
+  if (from !== "memory") { // each lane still to come: an empty dashed slot where its strip will be
+    const n = laneCount(row.side);
+    const { w, x: at } = lanes(row.width, n);
+    const sw = Math.max(3, Math.min(w - 4, 90));
+    for (let i = from; i < n; i++) {
+      group.append(svg("rect", { x: at(i) - sw / 2 + 0.5, y: row.stripY + 0.5, width: sw - 1, height: STRIP_H - 1,
+        fill: "none", stroke: "#c3c8d1", "stroke-dasharray": "2 2", rx: 2, class: "xr-slot" }));
+    }
+  }
+  return group;
 }
 
 /** Lines from keys to the computed queries: the newest query (decoder) or, while the encoder
@@ -204,7 +214,7 @@ function outputBars(row, frame, reached) {
   const labelW = 46;
   const barMax = Math.max(row.width - labelW - 60, 40);
   stepTop(frame.t - 1, TOP_BARS).forEach((c, i) => {
-    const y = 3 + i * 15;
+    const y = 3 + i * 13;
     const chosen = c.token === step.token;
     const group = svg("g", { "data-token": c.token, class: chosen ? "xr-bar-chosen" : "" });
     group.append(svg("text", { x: 2, y: y + 10, "font-size": 12, fill: "#1d2330" }, c.token));

@@ -10,7 +10,7 @@ import { current, memoryReady, rowState } from "./frames.js";
 import { decodeStrips } from "./data.js";
 
 export const STRIP_H = 14;
-export const LINES_H = 46;
+export const LINES_H = 40;
 export const LINES_H_OVERVIEW = 24; // a layer drawn small beside the others, on the one-screen overview
 export const MEMORY_H = 12;
 export const TOP_BARS = 5;
@@ -78,7 +78,6 @@ export function rowTitle(row) {
 function layerGrid(groups, side, total, add, onZoom) {
   const grid = el("div", null, "xr-layers");
   grid.style.setProperty("--xr-layer-cols", String(total <= 4 ? total : Math.ceil(total / 2)));
-  grid.style.setProperty("--xr-layer-cols-zoomed", String(Math.max(1, Math.min(total - 1, 5))));
   for (const group of groups) {
     const key = `${side[0]}-${group.layer}`;
     const box = el("div", null, "xr-group");
@@ -208,7 +207,7 @@ export function isSmall(row) {
 export function figHeight(row) {
   const lines = isSmall(row) ? LINES_H_OVERVIEW : LINES_H;
   if (row.type === "attention") return (row.kind === "cross" ? MEMORY_H + 14 : 0) + lines + STRIP_H + 4;
-  if (row.type === "output") return TOP_BARS * 15 + 6;
+  if (row.type === "output") return TOP_BARS * 13 + 6;
   return STRIP_H + 4;
 }
 
@@ -237,10 +236,41 @@ export function loadStrips() {
 const stripWidth = (laneWidth) => Math.max(4, Math.min(laneWidth - 4, 90));
 const rowsPer = (d) => (d >= 64 ? 8 : 1);
 
+/** Whether a lane of this width is too narrow to show its vector's values one by one (under
+    ~1.5 px a cell column): then the lane shows the vector's length instead (normBars). */
+export function tooNarrow(width, n, d) {
+  const sw = stripWidth(width / Math.max(n, 1));
+  return sw < 1.5 * Math.ceil(d / rowsPer(d));
+}
+
+/** Each vector's root-mean-square value (its length ÷ √d). */
+export function rms(vector) {
+  let sum = 0;
+  for (const v of vector) sum += v * v;
+  return Math.sqrt(sum / vector.length);
+}
+
+/** A lane too narrow for its values: one bar per vector, as tall as its root-mean-square value
+    is of the row's largest (the values themselves are on zoom, on hover and in the panel). */
+function normBars(ctx, vectors, n, y, height, width) {
+  const sizes = vectors.map(rms);
+  const top = Math.max(...sizes, 1e-9);
+  const { w, x } = lanes(width, n);
+  const bw = Math.max(3, Math.min(w - 6, 18));
+  ctx.fillStyle = "#eef0f4";
+  ctx.fillRect(0, y + height - 1, width, 1);
+  ctx.fillStyle = "#5b6b86";
+  sizes.forEach((size, i) => {
+    const h = Math.max(1.5, (size / top) * height);
+    ctx.fillRect(x(i) - bw / 2, y + height - h, bw, h);
+  });
+}
+
 /** Draw each lane's vector as a grid of 8 rows of colour cells (d_model values in all): value j
-    at cell row j mod 8, cell column ⌊j / 8⌋. */
+    at cell row j mod 8, cell column ⌊j / 8⌋; a lane too narrow for that gets a bar of its size. */
 function drawStrips(ctx, vectors, n, y, height, width, m) {
   const d = vectors[0].length;
+  if (tooNarrow(width, n, d)) { normBars(ctx, vectors, n, y, height, width); return; }
   const rowsPerStrip = rowsPer(d);
   const cols = Math.ceil(d / rowsPerStrip);
   const image = new ImageData(cols * n, rowsPerStrip);
@@ -322,6 +352,7 @@ function valueAt(row, px, py) {
   const left = x(lane) - sw / 2;
   if (lane < 0 || lane >= n || px < left || px >= left + sw) return null;
   const d = vectors[lane].length;
+  if (tooNarrow(row.width, n, d)) return { side, lane, j: null, d, v: rms(vectors[lane]), m: null, memory };
   const per = rowsPer(d);
   const cols = Math.ceil(d / per);
   const j = Math.floor(((px - left) / sw) * cols) * per + Math.min(per - 1, Math.floor(((py - top) / height) * per));
@@ -345,9 +376,14 @@ function showValue(row, event) {
     tip.setAttribute("aria-hidden", "true"); // the same numbers are in each block's panel
     document.body.append(tip);
   }
-  tip.replaceChildren(
-    el("span", t("xray.value_tip", { token: tokens[hit.lane], j: hit.j, d: hit.d, v: computed ? fixed(hit.v, 3) : t("xray.not_yet") })),
-    el("span", t("xray.value_scale", { m: fixed(hit.m, 2) }), "xr-tip-scale"));
+  if (hit.j === null) { // a lane drawn as the size of its vector
+    tip.replaceChildren(el("span", t("xray.norm_tip", { token: tokens[hit.lane], d: hit.d,
+      v: computed ? fixed(hit.v, 3) : t("xray.not_yet") })), el("span", t("xray.norm_scale"), "xr-tip-scale"));
+  } else {
+    tip.replaceChildren(
+      el("span", t("xray.value_tip", { token: tokens[hit.lane], j: hit.j, d: hit.d, v: computed ? fixed(hit.v, 3) : t("xray.not_yet") })),
+      el("span", t("xray.value_scale", { m: fixed(hit.m, 2) }), "xr-tip-scale"));
+  }
   Object.assign(tip.dataset, { side: hit.side, lane: hit.lane, j: hit.j, value: hit.v, scale: hit.m, computed });
   tip.hidden = false;
   const x = Math.min(event.clientX + 12, window.innerWidth - tip.offsetWidth - 4);
@@ -380,6 +416,11 @@ export function buildTokens(onFocus) {
 
 /** Measure and repaint every row (the caller renders the frame on top). */
 export function layoutAll() {
+  // a token too wide for its lane stands upright (never cut mid-word): reset all, read all, set
+  const chips = S.rows.filter((r) => r.type === "tokens" && r.buttons).flatMap((r) => r.buttons);
+  chips.forEach((chip) => chip.classList.remove("xr-upright"));
+  chips.filter((chip) => chip.offsetParent && chip.scrollWidth > chip.clientWidth + 1)
+    .forEach((chip) => chip.classList.add("xr-upright"));
   // read every width first, then draw: interleaving would force a layout per row
   const widths = S.rows.map((row) => (row.fig ? row.fig.clientWidth : 0));
   S.rows.forEach((row, i) => layoutRow(row, widths[i]));

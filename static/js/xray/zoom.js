@@ -1,8 +1,10 @@
 /* Whole, then zoom. The x-ray lays the whole model out at once: each side's layers side by side,
    drawn small (the overview; at 1440×900 all of it fits below the player, on a phone about two
    screens). Zooming into a layer (its title, or any of its blocks, by click, tap or keyboard)
-   draws that layer across its column in full, with an animated transition where the browser has
-   one; the breadcrumb, the layer's ✕ and Escape go back to the whole model. While zoomed,
+   grows that layer where it stands, its sibling layers shrinking to slim columns on either side
+   (so the order of the layers stays the order on screen), with an animated transition where the
+   browser has one; on a phone the page then scrolls the zoomed layer into view below the player.
+   The breadcrumb, the layer's ✕ and Escape go back to the whole model. While zoomed,
    stepping or playing moves the zoom to the layer that computes next, so the block computing is
    always the one drawn large. */
 
@@ -36,6 +38,12 @@ function mark() {
   const stage = $("xr-stage");
   stage.classList.toggle("xr-overview", S.overview);
   if (S.zoom) stage.dataset.zoom = S.zoom; else delete stage.dataset.zoom;
+  for (const grid of stage.querySelectorAll(".xr-layers")) { // the zoomed column wide, the rest slim
+    const boxes = [...grid.children];
+    const zoomed = boxes.findIndex((box) => box.dataset.zoom === S.zoom);
+    grid.style.gridTemplateColumns = zoomed < 0 ? ""
+      : boxes.map((_, i) => (i === zoomed ? "minmax(0, 1fr)" : "2rem")).join(" ");
+  }
   for (const box of stage.querySelectorAll(".xr-group")) {
     const on = box.dataset.zoom === S.zoom;
     box.classList.toggle("xr-zoomed", on);
@@ -63,7 +71,7 @@ export function zoomTo(key, { animate = true, save = true, then = null } = {}) {
     mark();
     if (S.trace) { layoutAll(); redraw(); }
     if (save) saveFrame();
-    if (then) then();
+    if (then) then(); else if (S.zoom) showZoomed();
   };
   if (animate && !REDUCED_MOTION.matches && document.startViewTransition && !moving) {
     moving = document.startViewTransition(apply);
@@ -74,6 +82,18 @@ export function zoomTo(key, { animate = true, save = true, then = null } = {}) {
   } else {
     moving.updateCallbackDone.finally(apply);
   }
+}
+
+/** Scroll the zoomed layer into view below the sticky player when it is not (a phone's column). */
+function showZoomed() {
+  const box = document.querySelector(".xr-group.xr-zoomed");
+  if (!box) return;
+  const rect = box.getBoundingClientRect();
+  const player = $("xr-player").getBoundingClientRect();
+  const top = parseFloat(getComputedStyle(document.documentElement).getPropertyValue("--xr-top")) || 0;
+  const below = top + player.height + 8; // where the player's bottom is once it sticks
+  if (rect.top >= below && rect.top < window.innerHeight - 80) return;
+  window.scrollBy({ top: rect.top - below, behavior: "auto" });
 }
 
 /** The player moved to ``frame``: a zoomed view follows the computation to its layer (and
