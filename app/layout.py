@@ -13,6 +13,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 
 from app.i18n import COOKIE, LANGUAGES, Translate
+from app.schemas import MAX_TEXT_CHARS
+from model.tokenizer import MAX_SOURCE_TOKENS
 
 
 def asset_folder(name: str) -> Path:
@@ -61,6 +63,7 @@ def render_page(request: Request, page: str, lang: str, **context) -> HTMLRespon
     the strings of ``app/locales/<lang>/{common,<page>}.json``."""
     t = Translate(lang, page)
     translator = request.app.state.translator
+    text = request.query_params.get("text", DEFAULT_TEXT)  # whole: a long one is refused, never cut
     return templates.TemplateResponse(
         request,
         f"{page}.html",
@@ -71,7 +74,10 @@ def render_page(request: Request, page: str, lang: str, **context) -> HTMLRespon
             "nav": NAV,
             "long_pages": LONG_PAGES,
             "examples": EXAMPLES,
-            "text": request.query_params.get("text", DEFAULT_TEXT)[:400],
+            "text": text,
+            "max_chars": MAX_TEXT_CHARS,
+            "max_pieces": MAX_SOURCE_TOKENS,
+            "text_refused": refusal(translator, text, t),
             "config": translator.config,
             "about": model_line(translator, t),
             "strings": t.table,
@@ -79,6 +85,28 @@ def render_page(request: Request, page: str, lang: str, **context) -> HTMLRespon
         },
         headers={"Content-Language": lang, "Vary": "Accept-Language, Cookie"},
     )
+
+
+def refusal(translator, text: str, t: Translate) -> str | None:
+    """Why the model cannot take the sentence in the box, in plain words that say how much to
+    cut; None when it can. The page shows it instead of sending the sentence (common.js)."""
+    if len(text) > MAX_TEXT_CHARS:
+        return t("form.limit.chars", n=len(text), limit=MAX_TEXT_CHARS, cut=len(text) - MAX_TEXT_CHARS)
+    pieces = len(translator.english.encode(text))  # with the end mark, as the model counts them
+    if pieces <= MAX_SOURCE_TOKENS:
+        return None
+    words = text.split()
+    fit, over = 0, len(words)  # the most whole words from the start that the model can read
+    while fit + 1 < over:
+        middle = (fit + over) // 2
+        if len(translator.english.encode(" ".join(words[:middle]))) <= MAX_SOURCE_TOKENS:
+            fit = middle
+        else:
+            over = middle
+    values = {"n": pieces, "limit": MAX_SOURCE_TOKENS, "cut": pieces - MAX_SOURCE_TOKENS}
+    if not fit:
+        return t("form.limit.pieces_word", **values)
+    return t("form.limit.pieces", **values, words=len(words) - fit, end=" ".join(words[max(0, fit - 4):fit]))
 
 
 ACTIVATION_NAMES = {"relu": "ReLU", "swish": "SiLU", "silu": "SiLU", "gelu": "GELU"}

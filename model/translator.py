@@ -205,7 +205,8 @@ class Translator:
         ids = self.english.encode(text)
         if len(ids) > MAX_SOURCE_TOKENS:
             raise InputError(
-                "text", f"text is {len(ids)} tokens long; the limit is {MAX_SOURCE_TOKENS} tokens"
+                "text", f"text is {len(ids)} tokens long; the limit is {MAX_SOURCE_TOKENS} tokens: "
+                        f"cut at least {len(ids) - MAX_SOURCE_TOKENS} to fit"
             )
         return ids
 

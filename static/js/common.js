@@ -105,10 +105,12 @@ const ITT = (() => {
     }
   }
 
+  const fixesGiven = new Set(); // the fixes inputFix wrote, with their numbers
+
   function showError(message) {
     const box = document.getElementById("error");
     // a refused input says what to change; anything else is the server's own message
-    const fix = INPUT_FIXES.some(([, , key]) => String(message).includes(t(key)));
+    const fix = [...fixesGiven].some((given) => String(message).includes(given));
     const colon = document.documentElement.lang.startsWith("zh") ? "：" : ": ";
     box.textContent = `${t(fix ? "error.input_title" : "error.title")}${colon}${message}`;
     box.hidden = false;
@@ -129,7 +131,12 @@ const ITT = (() => {
   function inputFix(errors) {
     const fixes = errors.map((error) => {
       const match = INPUT_FIXES.find(([field, rule]) => error.field === field && rule.test(error.message || ""));
-      return match ? t(match[2]) : null;
+      if (!match) return null;
+      // "text is 150 tokens long; the limit is 128 tokens: …": how much to cut
+      const [n, limit] = (String(error.message).match(/\d+/g) || []).map(Number);
+      const fix = t(match[2], n > limit ? { cut: n - limit } : {});
+      fixesGiven.add(fix);
+      return fix;
     });
     return fixes.every(Boolean) ? [...new Set(fixes)].join(" ") : null;
   }
@@ -363,8 +370,12 @@ const ITT = (() => {
   /** Run ``load`` now and whenever the URL changes through history navigation. */
   function start(load) {
     syncLinks();
+    // the sentence box already says the model cannot take this sentence (app/layout.py's
+    // refusal, with how much to cut): nothing is sent
+    const refused = document.getElementById("text-refused") !== null;
     rerun = () => {
       shownSearch = window.location.search;
+      if (refused) return Promise.resolve();
       return load().catch((error) => showError(error.message));
     };
     window.addEventListener("popstate", () => {
