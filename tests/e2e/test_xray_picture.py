@@ -109,7 +109,7 @@ def test_not_computed_yet_is_empty_and_narrow_lanes_show_a_size(browser, server)
 def test_a_zoomed_layer_grows_in_place_and_the_model_stays_on_one_screen(browser, server, key):
     context, page = open_page(browser, server, "wide", "en", f"&zoom={key}&frame=60")
     page.locator(f'.xr-group.xr-zoomed[data-zoom="{key}"]').wait_for()
-    page.keyboard.press("ArrowRight")  # stepping scrolls the picture below the stuck player
+    # once stepping scrolls the page, the player sticks below the header: the model fits below it
     header, player, stage = box(page, "header.site"), box(page, "#xr-player"), box(page, "#xr-stage")
     assert stage["height"] <= 900 - header["height"] - player["height"], stage
     side, layers = key[0], ENC_LAYERS if key[0] == "e" else DEC_LAYERS
