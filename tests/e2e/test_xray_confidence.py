@@ -1,0 +1,237 @@
+"""The x-ray's translation box on the shipped checkpoint, in Chromium (issue 56, items 6–8): where
+the model was unsure is marked on both decodings and a translation it was unsure of comes with a
+plain warning (en, zh); a sentence of the box's maximum length is never shortened and one the model
+cannot take is refused before anything is sent; forcing after sampling the whole sentence compares
+against the translation the learner saw, with the knobs and the address agreeing."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+
+from model.explain import xray
+from tests.e2e.conftest import ARTIFACTS, running_server
+
+pytestmark = pytest.mark.e2e
+CONFIDENT = "The cat sits on the mat."  # → 猫坐在垫子上。
+# → 孩子们开始下雨时踢足球。 ("the children started to rain")
+WRONG = "The children were playing football in the park when it started to rain."
+INVENTED = "<script>alert(1)</script>"
+# 600 characters: 127 pieces with the end mark, so the model reads it whole
+FITS = ("I like green tea and my brother likes coffee, but our parents prefer water. " * 8)[:600]
+# 600 characters too: 129 pieces, one more than the model reads
+TOO_LONG = ("She said that the weather would be nice tomorrow, so we decided to go hiking in the "
+            "mountains with our friends. " * 6)[:600]
+WARNING = "#xr-result-lines .xr-result-warning"
+
+
+@pytest.fixture(scope="module")
+def server():
+    """The app on the shipped checkpoint: the calibration sentences translate as measured."""
+    with running_server(None, "xray-confidence-server.log") as url:
+        yield url
+
+
+@pytest.fixture()
+def zh_page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="zh-CN")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.set_default_timeout(30_000)
+    yield page
+    context.close()
+    assert errors == [], errors
+
+
+def ready(page) -> None:
+    page.locator("body[data-xray=ready]").wait_for()
+    page.locator("body.busy").wait_for(state="detached")
+
+
+def open_xray(page, server: str, text: str, query: str = "") -> None:
+    page.goto(f"{server}/?text={quote(text)}{query}")
+    ready(page)
+
+
+def levels(page) -> list[str]:
+    """Each translation line's verdict (result.js): sure, unsure, far, or unknown without numbers."""
+    return page.locator("#xr-result-lines p[data-role]").evaluate_all(
+        "ps => ps.map(p => p.dataset.confidence)")
+
+
+def query(page) -> dict:
+    return parse_qs(urlsplit(page.url).query)
+
+
+# -- item 6: honest confidence -------------------------------------------------------------------
+
+
+def test_a_confident_translation_shows_no_warning_but_marks_its_one_unsure_character(page, server):
+    open_xray(page, server, CONFIDENT)
+    assert levels(page) == ["sure", "sure"]  # beam 4 and greedy, the same characters
+    assert page.locator(WARNING).count() == 0
+    # 垫 had 30%: marked on both lines, its probability in the title and in words
+    marks = page.locator("#xr-result-lines mark.xr-unsure")
+    assert marks.count() == 2
+    assert marks.first.evaluate("m => m.firstChild.textContent") == "垫"
+    assert marks.first.get_attribute("title") == "The model gave this character 30% probability"
+    assert "(unsure: 30%)" in marks.first.locator(".visually-hidden").text_content()
+    assert page.locator(".xr-result-legend").count() == 1  # what a mark means (xray.css may fold it)
+
+
+@pytest.mark.parametrize(("text", "level"), [(WRONG, "unsure"), (INVENTED, "far")])
+def test_a_translation_the_model_was_unsure_of_says_so(page, server, text, level):
+    open_xray(page, server, text)
+    warning = page.locator(WARNING).first
+    warning.wait_for()
+    assert warning.get_attribute("data-level") == level
+    assert warning.text_content().startswith("Check this translation.")
+    assert set(levels(page)) == {level}
+    if level == "unsure":  # the wrong one: 2.3 characters expected to differ of 13
+        assert "about 2.3 of these 13 characters" in warning.text_content()
+    else:  # the invented one: its characters' mean probability, and the piece it could not read
+        assert "far from what the model learned" in warning.text_content()
+        assert "could not read 1 of the sentence's pieces" in warning.text_content()
+        assert page.locator(WARNING).count() == 2  # the two decodings differ: one warning each
+    if text == WRONG:
+        page.locator("#xr-result").screenshot(path=str(ARTIFACTS / "xray-confidence-en.png"))
+
+
+def test_the_warning_and_the_marks_speak_chinese(zh_page, server):
+    open_xray(zh_page, server, CONFIDENT)
+    assert zh_page.locator(WARNING).count() == 0
+    mark = zh_page.locator("#xr-result-lines mark.xr-unsure").first
+    assert mark.get_attribute("title") == "模型给这个字的概率是 30%"
+    open_xray(zh_page, server, WRONG)
+    warning = zh_page.locator(WARNING).first
+    assert warning.get_attribute("data-level") == "unsure"
+    assert warning.text_content().startswith("请核对这个译文。")
+    assert "这 13 个字里大约有 2.3 个" in warning.text_content()
+    zh_page.locator("#xr-result").screenshot(path=str(ARTIFACTS / "xray-confidence-zh.png"))
+
+
+def test_a_view_without_the_other_decodings_probabilities_still_shows_it(page, server):
+    """A file saved before the view carried ``alternative.tokens`` and ``probs``: the line shows its
+    text, unmarked and unjudged; the player's own line is judged as before."""
+    def older(route):
+        header, arrays = xray.unpack(route.fetch().body())
+        for name in ("tokens", "probs"):
+            header["alternative"].pop(name)
+        route.fulfill(body=xray.pack(header, arrays), content_type="application/octet-stream")
+
+    page.route("**/api/xray/view", older)
+    open_xray(page, server, WRONG)
+    first, player = page.locator("#xr-result-lines p[data-role]").all()
+    assert first.get_attribute("data-confidence") == "unknown"
+    assert first.locator("mark").count() == 0 and "孩子们" in first.text_content()
+    assert player.get_attribute("data-confidence") == "unsure"
+
+
+# -- item 7: coherent limits --------------------------------------------------------------------
+
+
+def test_a_sentence_of_the_boxs_maximum_length_is_translated_whole(page, server):
+    open_xray(page, server, FITS)
+    assert len(FITS) == int(page.locator("#text").get_attribute("maxlength")) == 600
+    assert page.locator("#text").input_value() == FITS
+    state = page.evaluate(
+        "({ text: ITTXray.state.trace.text, pieces: ITTXray.state.trace.source_tokens.length })")
+    assert state == {"text": FITS, "pieces": 127}  # the model read every piece of it
+    assert page.locator("#text-refused").count() == 0
+
+
+def test_a_sentence_the_model_cannot_take_is_refused_before_it_is_sent(page, server):
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/api/" in r.url else None)
+    page.goto(f"{server}/")
+    page.locator("#text").fill(TOO_LONG)
+    assert page.locator("#text").input_value() == TOO_LONG  # 600 characters: the box takes them all
+    asked.clear()
+    page.locator("#sentence-form button[type=submit]").click()
+    refused = page.locator("#text-refused")
+    refused.wait_for()
+    said = refused.text_content()
+    assert "129 pieces long, but the model reads at most 128: 1 too many" in said
+    assert "What it can read ends at “…" in said and "Nothing was sent to the model." in said
+    assert page.locator("#text").input_value() == TOO_LONG  # shown whole, to be shortened
+    assert page.locator("#text").get_attribute("aria-invalid") == "true"
+    page.wait_for_load_state("networkidle")
+    assert [url for url in asked if "/api/xray" in url] == []
+    assert page.locator("body[data-xray]").count() == 0  # no picture drawn from it
+
+
+def test_the_refusal_speaks_chinese(zh_page, server):
+    zh_page.goto(f"{server}/?text={quote(TOO_LONG)}")
+    said = zh_page.locator("#text-refused").text_content()
+    assert "这句话切开后有 129 个词元，但模型最多读 128 个：多了 1 个。" in said
+
+
+# -- item 8: the forcing baseline after sampling the whole sentence ----------------------------
+
+
+def knobs(page) -> dict:
+    return page.evaluate("""() => ({ temperature: Number(document.getElementById('xr-temperature').value),
+      top_k: Number(document.getElementById('xr-topk').value),
+      top_p: Number(document.getElementById('xr-topp').value) })""")
+
+
+def let_go(page, selector: str, value: float) -> None:
+    """Drag a slider to ``value`` and let go: input while moving, change when released."""
+    page.locator(selector).evaluate(
+        """(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true}));
+                        el.dispatchEvent(new Event('change', {bubbles: true})); }""", str(value))
+
+
+def test_forcing_after_decoding_the_whole_sentence_compares_with_what_was_shown(page, server):
+    open_xray(page, server, CONFIDENT)
+    greedy = page.evaluate("ITTXray.state.trace.translation")
+    let_go(page, "#xr-temperature", 2)
+    let_go(page, "#xr-topk", 5)
+    page.locator("#xr-decode-all").click()
+    page.wait_for_function("new URLSearchParams(location.search).get('strategy') === 'sample'")
+    ready(page)
+    page.wait_for_function("ITTXray.state.req.strategy === 'sample'")
+    assert query(page)["temperature"] == ["2"] and query(page)["top_k"] == ["5"]
+    assert knobs(page) == {"temperature": 2, "top_k": 5, "top_p": 1}
+    page.reload()  # a link to the sampled run: the knobs show its settings
+    ready(page)
+    assert knobs(page) == {"temperature": 2, "top_k": 5, "top_p": 1}
+    # the knobs set back: the address follows, and the page shows greedy decoding again
+    let_go(page, "#xr-topk", 0)
+    assert query(page).get("strategy") == ["sample"]  # T is still 2: still that run
+    let_go(page, "#xr-temperature", 1)
+    page.wait_for_function("!new URLSearchParams(location.search).has('strategy')")
+    ready(page)
+    page.wait_for_function("ITTXray.state.req.strategy === undefined")
+    assert not {"temperature", "top_k", "top_p", "seed"} & set(query(page))
+    assert knobs(page) == {"temperature": 1, "top_k": 0, "top_p": 1}
+    assert page.evaluate("ITTXray.state.trace.translation") == greedy
+    shown = page.locator('#xr-result-lines p[data-role="player"] .xr-result-text').evaluate(
+        "n => [...n.childNodes].map(c => c.nodeType === 3 ? c.textContent : c.firstChild.textContent)"
+        ".join('')")
+    assert shown == greedy
+    # force the first step's runner-up: "Original" is the greedy translation shown above
+    page.locator("#xr-dist-body button").first.click()
+    page.wait_for_function("new URLSearchParams(location.search).has('forced')")
+    ready(page)
+    page.locator("#xr-compare").wait_for()
+    original = "".join(page.locator("#xr-original li").all_text_contents())
+    assert original.removesuffix("<eos>") == greedy
+    assert page.locator("#xr-original-how").text_content().startswith("Original: Greedy decoding,")
+    assert not {"temperature", "top_k", "strategy"} & set(query(page))
+
+
+def test_forcing_a_sampled_run_names_its_settings(page, server):
+    open_xray(page, server, CONFIDENT, "&strategy=sample&temperature=2&top_k=5&seed=3")
+    assert knobs(page) == {"temperature": 2, "top_k": 5, "top_p": 1}
+    sampled = page.evaluate("ITTXray.state.trace.translation")
+    page.locator("#xr-dist-body button").first.click()
+    page.wait_for_function("new URLSearchParams(location.search).has('forced')")
+    ready(page)
+    page.locator("#xr-compare").wait_for()
+    assert "".join(page.locator("#xr-original li").all_text_contents()).removesuffix("<eos>") == sampled
+    how = page.locator("#xr-original-how").text_content()
+    assert how.startswith("Original: Sampling (temperature 2.00, top-k 5, top-p 1.00, seed 3)")
