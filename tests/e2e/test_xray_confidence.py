@@ -76,9 +76,10 @@ def test_a_confident_translation_shows_no_warning_but_marks_its_one_unsure_chara
     # 垫 had 30%: marked on both lines, its probability in the title and in words
     marks = page.locator("#xr-result-lines mark.xr-unsure")
     assert marks.count() == 2
-    assert marks.first.evaluate("m => m.firstChild.textContent") == "垫"
+    assert marks.first.text_content() == "垫"
     assert marks.first.get_attribute("title") == "The model gave this character 30% probability"
-    assert "(unsure: 30%)" in marks.first.locator(".visually-hidden").text_content()
+    said = page.locator('#xr-result-lines p[data-role="player"] .visually-hidden').text_content()
+    assert said == "Characters the model was unsure of: 垫 30%."  # for a screen reader
     assert page.locator(".xr-result-legend").count() == 1  # what a mark means (xray.css may fold it)
 
 
@@ -150,7 +151,8 @@ def test_a_sentence_the_model_cannot_take_is_refused_before_it_is_sent(page, ser
     page.locator("#text").fill(TOO_LONG)
     assert page.locator("#text").input_value() == TOO_LONG  # 600 characters: the box takes them all
     asked.clear()
-    page.locator("#sentence-form button[type=submit]").click()
+    with page.expect_navigation():  # the box's form: the page for that sentence
+        page.locator("#sentence-form button[type=submit]").click()
     refused = page.locator("#text-refused")
     refused.wait_for()
     said = refused.text_content()
@@ -196,9 +198,7 @@ def test_forcing_after_decoding_the_whole_sentence_compares_with_what_was_shown(
     page.wait_for_function("ITTXray.state.req.strategy === 'sample'")
     assert query(page)["temperature"] == ["2"] and query(page)["top_k"] == ["5"]
     assert knobs(page) == {"temperature": 2, "top_k": 5, "top_p": 1}
-    page.reload()  # a link to the sampled run: the knobs show its settings
-    ready(page)
-    assert knobs(page) == {"temperature": 2, "top_k": 5, "top_p": 1}
+    assert page.locator("#xr-sampling-run").is_hidden()  # the knobs say it all
     # the knobs set back: the address follows, and the page shows greedy decoding again
     let_go(page, "#xr-topk", 0)
     assert query(page).get("strategy") == ["sample"]  # T is still 2: still that run
@@ -209,10 +209,7 @@ def test_forcing_after_decoding_the_whole_sentence_compares_with_what_was_shown(
     assert not {"temperature", "top_k", "top_p", "seed"} & set(query(page))
     assert knobs(page) == {"temperature": 1, "top_k": 0, "top_p": 1}
     assert page.evaluate("ITTXray.state.trace.translation") == greedy
-    shown = page.locator('#xr-result-lines p[data-role="player"] .xr-result-text').evaluate(
-        "n => [...n.childNodes].map(c => c.nodeType === 3 ? c.textContent : c.firstChild.textContent)"
-        ".join('')")
-    assert shown == greedy
+    assert page.locator('#xr-result-lines p[data-role="player"] .xr-result-text').text_content() == greedy
     # force the first step's runner-up: "Original" is the greedy translation shown above
     page.locator("#xr-dist-body button").first.click()
     page.wait_for_function("new URLSearchParams(location.search).has('forced')")
@@ -224,9 +221,18 @@ def test_forcing_after_decoding_the_whole_sentence_compares_with_what_was_shown(
     assert not {"temperature", "top_k", "strategy"} & set(query(page))
 
 
-def test_forcing_a_sampled_run_names_its_settings(page, server):
+def test_a_sampled_run_opened_from_a_link_says_its_settings_and_forcing_names_them(page, server):
     open_xray(page, server, CONFIDENT, "&strategy=sample&temperature=2&top_k=5&seed=3")
-    assert knobs(page) == {"temperature": 2, "top_k": 5, "top_p": 1}
+    # its table would need every logit: the knobs start at the model's own distribution, and say so
+    assert knobs(page) == {"temperature": 1, "top_k": 0, "top_p": 1}
+    assert page.locator("#xr-seed").input_value() == "3"
+    run = page.locator("#xr-sampling-run").text_content()
+    assert run.startswith(
+        "The translation on screen was sampled (temperature 2.00, top-k 5, top-p 1.00, seed 3)")
+    # moving a knob and back is not setting the run's knobs back: the sampled run stays
+    let_go(page, "#xr-temperature", 1.5)
+    let_go(page, "#xr-temperature", 1)
+    assert query(page)["strategy"] == ["sample"]
     sampled = page.evaluate("ITTXray.state.trace.translation")
     page.locator("#xr-dist-body button").first.click()
     page.wait_for_function("new URLSearchParams(location.search).has('forced')")

@@ -63,17 +63,24 @@ function characters(translation, steps) {
   if (!steps || written.length !== chars.length || typeof written[0]?.prob !== "number") {
     return [document.createTextNode(translation)];
   }
-  const lang = document.documentElement.lang;
   return chars.map((char, i) => {
     const p = written[i].prob;
     if (p >= UNSURE_PROB) return document.createTextNode(char);
     const mark = el("mark", char, "xr-unsure");
     mark.title = t("xray.confidence.prob", { p: percent(p) });
-    const said = el("span", ` ${t("xray.confidence.said", { p: percent(p) })} `, "visually-hidden");
-    said.lang = lang;
-    mark.append(said);
+    mark.dataset.prob = percent(p);
     return mark;
   });
+}
+
+/** The marked characters in words, after the line, for a screen reader (a title is not read). */
+function saidUnsure(text) {
+  const marks = [...text.querySelectorAll("mark.xr-unsure")];
+  if (!marks.length) return null;
+  const list = marks.map((mark) => `${mark.textContent} ${mark.dataset.prob}`);
+  const said = el("span", t("xray.confidence.said", { list: list.join(", ") }), "visually-hidden");
+  said.lang = document.documentElement.lang;
+  return said;
 }
 
 /** One line: what decoding made it, whether the player steps through it, the Chinese with its
@@ -88,6 +95,8 @@ function line(label, translation, finished, steps, { player = false, first = fal
   text.append(...characters(translation, steps));
   if (!finished) text.append("…");
   row.append(name, text);
+  const said = saidUnsure(text);
+  if (said) row.append(" ", said);
   if (!finished) row.append(" ", el("span", t("xray.result.cut"), "xr-result-note"));
   if (same) row.append(" ", el("span", t("xray.result.same"), "xr-result-note"));
   return row;
@@ -95,7 +104,7 @@ function line(label, translation, finished, steps, { player = false, first = fal
 
 /** The warning under a line the model was unsure of, in plain words with its own figures. */
 function warning(judged) {
-  const box = el("p", null, "xr-result-warning");
+  const box = el("div", null, "xr-result-warning"); // the lines are the box's <p>s
   box.dataset.level = judged.level;
   const parts = [];
   if (judged.level === "far") {
@@ -146,7 +155,7 @@ export function drawResult() {
     if (judged && judged.level !== "sure" && !repeats) rows.push(warning(judged));
     marked = marked || row.querySelector(".xr-unsure") !== null;
   }
-  if (marked) rows.push(el("p", t("xray.confidence.legend", { p: percent(UNSURE_PROB) }), "xr-result-note xr-result-legend"));
+  if (marked) rows.push(el("div", t("xray.confidence.legend", { p: percent(UNSURE_PROB) }), "xr-result-note xr-result-legend"));
   lines.replaceChildren(...rows);
   box.hidden = false;
 }

@@ -2,11 +2,14 @@
    whole sentence with the knobs, forcing a character, and the original beside the forced run.
    The table starts from the view's rows; every logit is asked for when a knob first turns.
 
-   The knobs and the address agree (issue 56, item 8): each new trace sets the knobs to its own
-   decoding's (a sampled run's temperature, top-k, top-p and seed; the model's own distribution
-   otherwise), and knobs let go back at that distribution while a sampled run with other
-   settings is on screen take the page back to greedy decoding. So forcing a character always
-   forces the decoding on screen, and "Original" is the translation the player showed. */
+   The knobs and the address agree (issue 56, item 8). A new trace that is not sampled sets the
+   knobs back to the model's own distribution; a sampled one keeps knobs that show its settings
+   (the learner's "decode the whole sentence"), else the knobs start at the model's distribution
+   too (every logit would be needed to draw its table: a link, a saved file) and a line says what
+   the run on screen was sampled with. Knobs let go back at the model's distribution after
+   showing the sampled run's settings take the page back to greedy decoding, so the address keeps
+   no setting the knobs no longer show, forcing a character forces the decoding on screen, and
+   "Original" is the translation the player showed (the comparison names its decoding). */
 
 import { S } from "./state.js";
 import { $, barCell, el, fixed, t } from "./dom.js";
@@ -51,25 +54,48 @@ function requestKnobs(req) {
   };
 }
 
-let knobsFor = null; // the trace whose decoding the knobs were last set to
+const sameKnobs = (a, b) => a.temperature === b.temperature && a.topK === b.topK && a.topP === b.topP;
 
-/** Set the knobs to the decoding of the trace on screen, once per trace. */
+/** The settings a sampled request used, in words (none for another decoding). */
+function samplingWords(req) {
+  if (req.strategy !== "sample") return "";
+  const knobs = requestKnobs(req);
+  return t("xray.result.sample_settings", { temperature: fixed(knobs.temperature, 2),
+    k: knobs.topK ?? 0, p: fixed(knobs.topP ?? 1, 2), seed: knobs.seed ?? 0 });
+}
+
+let knobsFor = null; // the trace the knobs were last checked against
+let knobsShowRun = false; // whether the knobs showed the sampled run's settings for that trace
+
+/** Once per trace: the knobs agree with the decoding on screen, or a line says how it differs. */
 function knobsFromRequest() {
   if (knobsFor === S.trace) return;
   knobsFor = S.trace;
-  const knobs = requestKnobs(S.req);
-  $("xr-temperature").value = String(knobs.temperature);
-  $("xr-topk").value = String(knobs.topK ?? 0);
-  $("xr-topp").value = String(knobs.topP ?? 1);
-  if (knobs.seed !== null) $("xr-seed").value = String(knobs.seed);
+  const run = requestKnobs(S.req);
+  knobsShowRun = S.req.strategy === "sample" && sameKnobs(samplingSettings(), run);
+  if (!knobsShowRun) { // the model's own distribution: its table needs only the view's rows
+    $("xr-temperature").value = "1";
+    $("xr-topk").value = "0";
+    $("xr-topp").value = "1";
+  }
+  if (run.seed !== null) $("xr-seed").value = String(run.seed);
+  let note = document.getElementById("xr-sampling-run");
+  if (!note) {
+    note = el("p", null, "xr-sub");
+    note.id = "xr-sampling-run";
+    $("xr-sampling-step").after(note);
+  }
+  note.hidden = S.req.strategy !== "sample" || knobsShowRun;
+  note.textContent = note.hidden ? "" : t("xray.result.sample_run", { settings: samplingWords(S.req) });
 }
 
-/** A knob let go: back at the model's own distribution while a sampled run with other settings
-    is on screen, the page goes back to greedy decoding (the address keeps no sampling setting
-    the knobs no longer show). */
+/** A knob let go: back at the model's own distribution after showing the sampled run's
+    settings, the page goes back to greedy decoding. */
 function knobSettled() {
   if (!S.trace || !S.req || S.req.strategy !== "sample") return;
-  if (!atStart(samplingSettings()) || atStart(requestKnobs(S.req))) return;
+  const settings = samplingSettings();
+  if (sameKnobs(settings, requestKnobs(S.req))) { knobsShowRun = true; return; }
+  if (!knobsShowRun || !atStart(settings)) return;
   const query = ITT.params();
   for (const name of ["strategy", "temperature", "top_k", "top_p", "seed", "forced", "frame"]) query.delete(name);
   visit(query);
@@ -276,13 +302,10 @@ export function drawCompare() {
   }));
   chips($("xr-original"), a);
   chips($("xr-forced"), b);
-  // the decoding both runs used: the one on screen before forcing, with the knobs it set
+  // the decoding both runs used: the one on screen before forcing, with its settings
   const plain = { ...S.req, forced_prefix: [] };
-  const knobs = requestKnobs(S.req);
-  const settings = S.req.strategy === "sample" ? t("xray.result.sample_settings", {
-    temperature: fixed(knobs.temperature, 2), k: knobs.topK ?? 0, p: fixed(knobs.topP ?? 1, 2),
-    seed: knobs.seed ?? 0 }) : "";
-  $("xr-original-how").textContent = t("xray.result.original_how", { label: playerLabel(plain) + settings });
+  $("xr-original-how").textContent = t("xray.result.original_how", {
+    label: playerLabel(plain) + samplingWords(S.req) });
   $("xr-diverge").textContent = diverge < Math.max(a.length, b.length)
     ? t("xray.diverge", { t: diverge + 1, a: a[diverge] ?? "∅", b: b[diverge] ?? "∅" }) : "";
   const query = ITT.params();
