@@ -7,8 +7,7 @@
 # one worker per CPU core the container may use, at most 4).
 #
 # A pretrained Hugging Face Marian model (e.g. Helsinki-NLP/opus-mt-en-zh) instead: build with the
-# optional packages, then mount the model folder and point ITT_MODEL at it (README: "Use a real
-# pretrained model"):
+# optional packages, then mount the model folder and point ITT_MODEL at it (docs/marian.md):
 #   docker build --build-arg WITH_HF=1 -t inside-transformer:hf .
 #   docker run --rm -p 8000:8000 -v "$PWD/opus-mt-en-zh:/models/opus-mt-en-zh:ro" \
 #       -e ITT_MODEL=/models/opus-mt-en-zh inside-transformer:hf
@@ -21,14 +20,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# torch from the CPU-only wheel index (no CUDA libraries), in its own layer so that code changes
-# do not download it again. The version is the one pinned in requirements.lock.
-RUN pip install "torch==2.13.0+cpu" --index-url https://download.pytorch.org/whl/cpu
-
 WORKDIR /srv/inside-transformer
-# every other package exactly as locked (hashes checked); torch is already satisfied
+# every package exactly as locked (hashes checked), the same install line as the README's: the lock
+# names PyTorch's CPU wheel index itself, for torch's CPU-only build (no CUDA libraries). Its own
+# layer, so that code changes do not download torch again.
 COPY requirements.lock requirements-dev.lock ./
-RUN pip install --require-hashes -r requirements.lock \
+RUN pip install --retries 1 --require-hashes -r requirements.lock \
     && if [ "$WITH_HF" = "1" ]; then \
          pip install -c requirements-dev.lock transformers sentencepiece; \
        fi

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PIP=(python -m pip --disable-pip-version-check)
-"${PIP[@]}" install --quiet --require-hashes -r requirements-dev.lock
+# the same install line as the README's; the lock names PyTorch's CPU wheel index for torch
+"${PIP[@]}" install --quiet --retries 1 --require-hashes -r requirements-dev.lock
 "${PIP[@]}" install --quiet --no-deps --no-build-isolation -e ".[dev]"
 
 # Chromium for the browser tests, and a Chinese font so screenshots show the characters.

@@ -6,7 +6,6 @@ import fnmatch
 import json
 import re
 import shlex
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,15 +71,15 @@ def test_cmd_is_the_documented_command():
     assert "docker build" in readme and "docker run" in readme
 
 
-def test_cpu_only_base_and_pinned_torch():
+def test_cpu_only_base_and_torch_from_the_lock():
+    """torch comes from requirements.lock like every package: the lock names PyTorch's CPU index."""
     steps = instructions()
     assert steps[0] == ("FROM", "python:3.11-slim")
-    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    pin = next(d for d in pyproject["project"]["dependencies"] if d.startswith("torch"))
     runs = " ".join(args for keyword, args in steps if keyword == "RUN")
-    torch_install = next(args for keyword, args in steps if keyword == "RUN" and "torch" in args)
-    assert pin.replace(" ", "") in torch_install.replace('"', "")
-    assert "--index-url https://download.pytorch.org/whl/cpu" in torch_install
+    assert "--require-hashes -r requirements.lock" in runs
+    assert "torch" not in runs and "--index-url" not in runs  # no second way to install torch
+    lock = (ROOT / "requirements.lock").read_text(encoding="utf-8")
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lock
     assert "cu1" not in runs and "cuda" not in runs.lower()
 
 

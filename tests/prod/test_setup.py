@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-RUN_COMMAND = ("pip install --require-hashes -r requirements.lock && pip install --no-deps -e . "
-               "&& python -m app")
+RUN_COMMAND = ("pip install --retries 1 --require-hashes -r requirements.lock "
+               "&& pip install --no-deps -e . && python -m app")
 
 
 def test_readme_has_the_two_commands():
