@@ -28,6 +28,9 @@ def shown(page) -> dict:
 
 
 def save(page, tmp_path: Path, button: str) -> Path:
+    menu = page.locator("#xr-files-menu")  # the toolbar's "Save / open" folds the file buttons
+    if menu.get_attribute("open") is None:
+        menu.locator("summary").click()
     with page.expect_download() as download:
         page.locator(button).click()
     path = tmp_path / download.value.suggested_filename
