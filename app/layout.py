@@ -106,7 +106,8 @@ def refusal(translator, text: str, t: Translate) -> str | None:
     values = {"n": pieces, "limit": MAX_SOURCE_TOKENS, "cut": pieces - MAX_SOURCE_TOKENS}
     if not fit:
         return t("form.limit.pieces_word", **values)
-    return t("form.limit.pieces", **values, words=len(words) - fit, end=" ".join(words[max(0, fit - 4):fit]))
+    end = " ".join(words[max(0, fit - 4):fit])  # the last words it can read
+    return t("form.limit.pieces", **values, fit=fit, words=len(words), end=end)
 
 
 ACTIVATION_NAMES = {"relu": "ReLU", "swish": "SiLU", "silu": "SiLU", "gelu": "GELU"}

@@ -56,7 +56,9 @@ def test_too_many_pieces_are_refused_on_the_page_with_how_much_to_cut(app_client
         assert 'aria-invalid="true" aria-describedby="text-refused"' in page
     # where what the model can read ends: the refusal quotes the last words that fit
     refused = _box(app_client.get("/", params={"text": TOO_MANY_PIECES}).text)[1]
-    end = re.search(r"ends at “…([^”]*)”", refused).group(1)
+    fit, words, end = re.search(r"the first (\d+) of its (\d+) words, up to “…([^”]*)”", refused).groups()
+    assert int(words) == len(TOO_MANY_PIECES.split())
+    assert " ".join(TOO_MANY_PIECES.split()[:int(fit)]).endswith(end)
     fitting = TOO_MANY_PIECES[:TOO_MANY_PIECES.index(end) + len(end)]  # every number is there once
     assert len(tiny_translator.english.encode(fitting)) <= MAX_SOURCE_TOKENS
     one_more = TOO_MANY_PIECES[:len(fitting)] + " " + TOO_MANY_PIECES[len(fitting):].split()[0]

@@ -148,6 +148,7 @@ def test_a_sentence_the_model_cannot_take_is_refused_before_it_is_sent(page, ser
     asked: list[str] = []
     page.on("request", lambda r: asked.append(r.url) if "/api/" in r.url else None)
     page.goto(f"{server}/")
+    ready(page)  # the first sentence drawn (drawing it writes its text into the box)
     page.locator("#text").fill(TOO_LONG)
     assert page.locator("#text").input_value() == TOO_LONG  # 600 characters: the box takes them all
     asked.clear()
@@ -157,7 +158,11 @@ def test_a_sentence_the_model_cannot_take_is_refused_before_it_is_sent(page, ser
     refused.wait_for()
     said = refused.text_content()
     assert "129 pieces long, but the model reads at most 128: 1 too many" in said
-    assert "What it can read ends at “…" in said and "Nothing was sent to the model." in said
+    words = TOO_LONG.split()
+    fit = len(words) - 1  # the last word is one piece too many
+    end = " ".join(words[fit - 4:fit])
+    assert f"It can read the first {fit} of its {len(words)} words, up to “…{end}”" in said
+    assert "Nothing was sent to the model." in said
     assert page.locator("#text").input_value() == TOO_LONG  # shown whole, to be shortened
     assert page.locator("#text").get_attribute("aria-invalid") == "true"
     page.wait_for_load_state("networkidle")
