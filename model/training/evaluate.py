@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import logging
 import time
@@ -25,27 +24,15 @@ import torch
 
 from model.decoding import beam_batch, greedy_batch, pad
 from model.tokenizer import MAX_SOURCE_TOKENS, MAX_TARGET_TOKENS, ChineseTokenizer, EnglishTokenizer
-from model.training.data import (
-    CEDICT_FILE,
-    NEW_FILES,
-    STOPS_ZH,
-    Pair,
-    Splits,
-    _english_key,
-    concatenate_pairs,
-    drop_final_stops,
-    load_pairs,
-    rare_word_pairs,
-    read_acronyms,
-    read_names,
-    split_pairs,
-    split_seed,
-    vary_acronyms,
-    vary_latin,
-    vary_names,
-    vary_numbers,
-    vary_titles,
+from model.training.data import Pair, Splits, _english_key, file_sha256, split_seed
+from model.training.recipe import (
+    evaluation_sources,
+    held_out_splits,
+    parse_recipe,
+    recipe_from_settings,
+    stage_pairs,
 )
+from model.training.transforms import STOPS_ZH, drop_final_stops
 from model.transformer import Transformer
 from model.translator import DEFAULT_CHECKPOINT, Translator
 
@@ -173,10 +160,6 @@ def write_fixture(pairs: list[Pair], path: Path) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def split_settings(settings: dict) -> dict:
     """The training settings that decide the splits, with train.py's defaults where missing."""
     return {
@@ -189,66 +172,23 @@ def split_settings(settings: dict) -> dict:
     }
 
 
-def rebuild_splits(data: Path, settings: dict) -> tuple[Splits, set[str]]:
+def rebuild_splits(data: Path, history: dict) -> tuple[Splits, set[str]]:
     """The test splits to report, and the English sentences (as keys) the checkpoint trained on.
 
-    Evaluation always holds out every domain (``wide``); Tatoeba's and HSK's test sets do not
-    depend on it. A checkpoint trained before the wider domains existed has no ``narrow``
-    setting: it saw Tatoeba and HSK only, so every domain is held-out text for it too. The
-    training sentences are rebuilt as training built them (narrow or wide, ``--limit``,
-    ``--upsample``, ``--rare-words``, ``--vary-names``, ``--vary-titles``, ``--vary-latin``,
-    ``--vary-acronyms``, ``--drop-stops``, ``--vary-numbers``,
-    ``--concat``), to count any test sentence that training saw after all.
+    Every checkpoint is scored on the test splits of every domain (``evaluation_sources``), those
+    it did not train on included. The training pairs are rebuilt as its recipe built them (every
+    stage's sources, upsampling and transforms; for a checkpoint from before recipes, the recipe
+    its flags stand for), to count any test sentence that training saw after all.
     """
-    split = split_settings(settings)
-    draws = int(settings.get("seed", 13))  # the augmentations' seed, which may differ
-    sizes = dict(
-        seed=split["seed"], n_test=split["test_size"], n_dev=split["dev_size"],
-        n_test_hsk=min(300, split["test_size"]),
-    )
-    sources = load_pairs(data, use_dictionary=split["dictionary"], wide=True,
-                         bible=bool(settings.get("bible")))
-    splits = split_pairs(sources, **sizes)
-    trained = splits
-    # a checkpoint trained before 2026-12-01 has no "old_data" setting: it saw none of the files
-    # added then (they are held-out text for it, as the wider domains are for a narrow one)
-    unseen = set() if settings.get("old_data") is False else set(NEW_FILES)
-    if split["narrow"]:
-        unseen |= {name for name in sources if name not in ("tatoeba", "hsk", "cedict")}
-    if unseen:
-        trained = split_pairs({name: pairs for name, pairs in sources.items() if name not in unseen},
-                              **sizes)
-    train = trained.train[: int(settings["limit"])] if settings.get("limit") else trained.train
-    for item in filter(None, str(settings.get("upsample") or "").split(",")):
-        source, times = item.split("=")
-        train = train + [p for p in train if p.source == source] * (int(times) - 1)
-    if settings.get("rare_words"):
-        max_pairs, _, copies = str(settings["rare_words"]).partition(":")
-        train = train + rare_word_pairs(train, int(max_pairs), int(copies or 1))
-    if settings.get("vary_names"):
-        names = read_names(data / CEDICT_FILE, wide=bool(settings.get("names_wide")))
-        train = train + vary_names(train, names, int(settings["vary_names"]), draws,
-                                   limit=int(settings.get("names_limit", 20000)))
-    if settings.get("vary_titles"):
-        train = train + vary_titles(train, read_names(data / CEDICT_FILE), int(settings["vary_titles"]),
-                                    draws, limit=int(settings.get("titles_limit", 10000)))
-    if settings.get("vary_latin"):
-        train = train + vary_latin(train, draws, int(settings["vary_latin"]),
-                                   float(settings.get("latin_short") or 0.0))
-    if settings.get("vary_acronyms"):
-        share = float(settings.get("acronym_terms") or 0.0)
-        train = train + vary_acronyms(train, read_names(data / CEDICT_FILE), int(settings["vary_acronyms"]),
-                                      draws, limit=int(settings.get("acronyms_limit", 8000)),
-                                      terms=read_acronyms(data / CEDICT_FILE) if share else None,
-                                      term_share=share)
-    if settings.get("drop_stops"):
-        train = train + drop_final_stops(train, float(settings["drop_stops"]), draws)
-    if settings.get("vary_numbers"):
-        train = train + vary_numbers(train, draws, int(settings.get("number_copies", 1)),
-                                     bool(settings.get("numbers_any_length")))
-    if settings.get("concat"):
-        train = train + concatenate_pairs(train, int(settings["concat"]), draws)
-    return splits, {_english_key(p.english) for p in train}
+    text = (history.get("recipe") or {}).get("text")
+    recipe = parse_recipe(text) if text else recipe_from_settings(history.get("settings", {}))
+    splits = held_out_splits(data, recipe, evaluation_sources(recipe))
+    trained = (splits if set(recipe.sources) == set(evaluation_sources(recipe))
+               else held_out_splits(data, recipe))
+    seen: set[str] = set()
+    for stage in recipe.stages:
+        seen |= {_english_key(p.english) for p in stage_pairs(trained.train, stage, data)[0]}
+    return splits, seen
 
 
 # -- scoring -----------------------------------------------------------------------------------
@@ -465,7 +405,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     translator = Translator.load(args.checkpoint)
     settings = translator.history.get("settings", {})
-    splits, seen = rebuild_splits(args.data, settings)
+    splits, seen = rebuild_splits(args.data, translator.history)
     if args.write_fixture:
         write_fixture(fixture_pairs(splits.test), args.fixture)
         log.info("wrote %s", args.fixture)

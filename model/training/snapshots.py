@@ -1,16 +1,16 @@
 """Pack a training run's snapshots for the timeline page (``/timeline``):
 
-    python -m model.training.snapshots pack runs/timeline model/checkpoints/timeline \
-        --steps 0,100,400,1600,final
+    python -m model.training.snapshots pack runs/shipped/stage1 model/checkpoints/timeline \
+        --steps 0,300,1000,3000,final
 
-Training (``model/training/train.py --snapshots``) writes a float16 copy of the weights after a
-few chosen steps to ``WORK/snapshots/``; this command stores the chosen ones compactly beside the
+Training writes a float16 copy of the weights after the steps a recipe's stage lists (``snapshots =
+[...]``) to ``WORK/stageN/snapshots/``; this command stores the chosen ones compactly beside the
 shipped checkpoint (``model/timeline.py``: matrices int8 with a scale per row, vectors float16;
-step 0 rebuilt from the config and seed instead of stored, once that is checked to give the
-run's own step-0 weights), with ``timeline.json``: each snapshot's step, epoch and minutes, the
-run's loss curve, and each snapshot's BLEU on the run's dev split both as stored and as training
-wrote it, with how often the two translate a dev sentence identically. ``final`` is the weights
-the run shipped (``WORK/out/weights.safetensors``, float32). The shipped model is scored on the
+step 0 rebuilt from the config and seed instead of stored, once that is checked to give the run's
+own step-0 weights), with ``timeline.json``: each snapshot's step, epoch and minutes, the run's
+loss curve, and each snapshot's BLEU on the run's dev split both as stored and as training wrote
+it, with how often the two translate a dev sentence identically. ``final`` is the weights the stage
+ended with (``WORK/stageN/out/weights.safetensors``, float32). The shipped model is scored on the
 same dev sentences, so the page can put the timeline's end beside it.
 """
 
@@ -35,8 +35,9 @@ from model.timeline import (
     weights_hash,
 )
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
-from model.training.data import load_pairs, split_pairs, split_seed
-from model.training.evaluate import bleu_chrf, file_sha256, translate_batch
+from model.training.data import file_sha256
+from model.training.evaluate import bleu_chrf, translate_batch
+from model.training.recipe import held_out_splits, recipe_from_settings
 from model.transformer import TransformerConfig
 from model.translator import DEFAULT_CHECKPOINT, Translator
 
@@ -58,15 +59,10 @@ def run_history(run: Path) -> dict:
 
 
 def dev_pairs(data: Path, settings: dict) -> list:
-    """The dev sentences the run scored every epoch on, rebuilt as train.py built them."""
-    splits = split_pairs(
-        load_pairs(data, use_dictionary=bool(settings.get("dictionary")),
-                   wide=not settings.get("narrow"), bible=bool(settings.get("bible")),
-                   new=not settings.get("old_data")),
-        seed=split_seed(settings), n_test=int(settings["test_size"]),
-        n_dev=int(settings["dev_size"]), n_test_hsk=min(300, int(settings["test_size"])),
-    )
-    return splits.dev_mix()
+    """The dev sentences the run scored every epoch on, rebuilt as training built them (a run
+    from before recipes read every wider domain unless its settings say otherwise)."""
+    recipe = recipe_from_settings({"narrow": False, "old_data": False, **settings})
+    return held_out_splits(data, recipe).dev_mix()
 
 
 def _source(run: Path, history: dict, step: str) -> tuple[str, dict, dict[str, torch.Tensor]]:
@@ -144,8 +140,10 @@ def pack(run: Path, out: Path, steps: list[str], data: Path, shipped: Path | Non
     history = run_history(run)
     settings = history["settings"]
     config = TransformerConfig(**history["config"])
-    english = EnglishTokenizer.load(run / "tokenizer_en.json")
-    chinese = ChineseTokenizer.load(run / "vocab_zh.json")
+    # a recipe's stage folder (WORK/stageN) finds the run's vocabularies in WORK
+    vocabularies = run if (run / "tokenizer_en.json").is_file() else run.parent
+    english = EnglishTokenizer.load(vocabularies / "tokenizer_en.json")
+    chinese = ChineseTokenizer.load(vocabularies / "vocab_zh.json")
     pairs = dev_pairs(data, settings)
     sources, references = [p.english for p in pairs], [p.chinese for p in pairs]
     out.mkdir(parents=True, exist_ok=True)

@@ -1,15 +1,14 @@
-"""Training-data helpers: joined long pairs (``concatenate_pairs``) and varied numbers."""
+"""Training data and its transforms (``transforms.py``): joined long pairs, varied numbers, names,
+titles, Latin words and acronyms, dropped final stops, rare words — each as a recipe names it too."""
 
 import gzip
 import re
 from collections import Counter
 
-from model.training.data import (
-    Pair,
+from model.training.data import Pair, read_acronyms, read_names
+from model.training.transforms import (
     concatenate_pairs,
     drop_final_stops,
-    read_acronyms,
-    read_names,
     vary_acronyms,
     vary_latin,
     vary_names,
@@ -220,7 +219,7 @@ def test_an_opt_in_source_moves_no_held_out_split():
 
 
 def test_rare_word_pairs_copy_the_everyday_pairs_with_a_rare_word():
-    from model.training.data import rare_word_pairs
+    from model.training.transforms import rare_word_pairs
 
     common = [Pair(f"I like tea with {w}.", "我喜欢茶。", "tatoeba") for w in ("milk", "sugar", "lemon")]
     rare = Pair("She loves programming.", "她热爱编程。", "tatoeba_extra")
@@ -326,3 +325,37 @@ def test_vary_acronyms_draws_a_term_the_data_never_writes_in_small_letters_and_f
     assert all(p.chinese in ("我爱人工智能。", "我爱欧盟。") for p in varied)
     # weights 1 + 3 (AI) and 1 + 1 (EU): AI about twice as often
     assert 1.5 < drawn["I love AI."] / drawn["I love EU."] < 2.7
+
+
+RECIPE_TRANSFORMS = {
+    "rare_words": {"max_pairs": 1},
+    "names": {"copies": 2, "wide": True},
+    "titles": {"copies": 2},
+    "latin": {"copies": 2, "short": 0.5},
+    "acronyms": {"copies": 2},
+    "drop_stops": {"share": 1.0},
+    "numbers": {"copies": 2, "any_length": True},
+    "concat": {"count": 5},
+}
+
+
+def test_every_transform_a_recipe_names_adds_pairs_of_its_kind_the_same_for_a_seed(tmp_path):
+    """Each of ``TRANSFORMS`` run as a recipe runs it (settings by name, CC-CEDICT from the data
+    folder) adds pairs; the same seed draws the same pairs, and they run in ``TRANSFORMS``' order
+    whatever order the settings list them in."""
+    from model.training.data import CEDICT_FILE
+    from model.training.transforms import TRANSFORMS, apply_transforms, check_transforms
+
+    (tmp_path / "data").mkdir()
+    _cedict(tmp_path).rename(tmp_path / "data" / CEDICT_FILE)
+    pairs = SHORT + [Pair("Tom has 3 cats.", "汤姆有3只猫。", "tatoeba"),
+                     Pair("Tom loves COVID-19 news.", "汤姆喜欢COVID-19新闻。", "tatoeba")]
+    assert set(RECIPE_TRANSFORMS) == set(TRANSFORMS)
+    check_transforms(RECIPE_TRANSFORMS)
+    for name, settings in RECIPE_TRANSFORMS.items():
+        added, counts = apply_transforms(pairs, {name: settings}, 3, tmp_path / "data")
+        assert counts[name] == len(added) - len(pairs) > 0, name
+        assert added[: len(pairs)] == pairs
+        assert apply_transforms(pairs, {name: settings}, 3, tmp_path / "data")[0] == added
+    shuffled = dict(reversed(list(RECIPE_TRANSFORMS.items())))
+    assert list(apply_transforms(pairs, shuffled, 3, tmp_path / "data")[1]) == list(TRANSFORMS)

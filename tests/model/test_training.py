@@ -1,5 +1,7 @@
-"""A short run of the real training command on a synthetic task learns it."""
+"""The training command runs a recipe: a tiny one on made-up data learns, records what made it,
+gives the same losses twice, and goes on where it stopped."""
 
+import hashlib
 import json
 import random
 
@@ -10,6 +12,41 @@ from model.training.train import main as train_main
 from model.translator import Translator
 
 WORDS = {"one": "一", "two": "二", "three": "三", "four": "四", "five": "五", "six": "六"}
+
+TINY = """
+name = "tiny"
+description = {{ en = "counting words", zh = "数词" }}
+[data]
+sources = ["tatoeba", "hsk"]
+test_size = 40
+dev_size = 40
+[tokenizer]
+english_vocab = 60
+[model]
+d_model = 32
+n_heads = 2
+n_layers = 1
+d_ff = 64
+dropout = 0.0
+[train]
+threads = 1
+batch_tokens = 150
+save_every = 4
+[transforms]
+concat = {{ count = 20 }}
+[[stages]]
+label = {{ en = "from random weights", zh = "从随机权重开始" }}
+epochs = {epochs}
+warmup = {warmup}
+lr_factor = 0.5
+average = 2
+snapshots = [0, 5]
+[[stages]]
+label = {{ en = "lower rate", zh = "较低学习率" }}
+epochs = 1
+warmup = 10
+lr_factor = 0.2
+"""
 
 
 def _write_synthetic_data(folder):
@@ -32,401 +69,164 @@ def _write_synthetic_data(folder):
     (folder / "hsk-sentences-en-zh.tsv").write_text(header + hsk, encoding="utf-8")
 
 
-def test_training_learns_a_synthetic_task(tmp_path):
+@pytest.fixture()
+def tiny(tmp_path):
+    """(data folder, a function writing the tiny recipe with some epochs and warmup)."""
     _write_synthetic_data(tmp_path / "data")
-    out = tmp_path / "checkpoint"
-    train_main([
-        "--data", str(tmp_path / "data"), "--out", str(out), "--work", str(tmp_path / "work"),
-        # lr factor 0.5: at 2 the dev BLEU of this tiny task swung between 100 and 22 from epoch
-        # to epoch, so whether the last epochs landed above 50 depended on the CPU's rounding
-        "--epochs", "25", "--batch-tokens", "150", "--warmup", "100", "--lr-factor", "0.5",
-        "--d-model", "32", "--heads", "2", "--layers", "1", "--d-ff", "64", "--dropout", "0",
-        "--en-vocab", "60", "--average", "2", "--test-size", "40", "--dev-size", "40",
-        "--no-progress", "--threads", "1", "--narrow",
-    ])
+
+    def recipe(epochs: int = 2, warmup: int = 50, name: str = "tiny.toml"):
+        path = tmp_path / name
+        path.write_text(TINY.format(epochs=epochs, warmup=warmup), encoding="utf-8")
+        return path
+
+    return tmp_path / "data", recipe
+
+
+def _run(recipe, data, folder, *more):
+    train_main([str(recipe), "--data", str(data), "--out", str(folder / "out"),
+                "--work", str(folder / "work"), "--no-progress", *more])
+    return folder / "out"
+
+
+def test_a_tiny_recipe_learns_a_synthetic_task_from_random_weights(tiny, tmp_path):
+    data, recipe = tiny
+    out = _run(recipe(epochs=25, warmup=100), data, tmp_path / "run")
     history = json.loads((out / "history.json").read_text())
-    first, last = history["steps"][0]["loss"], history["epochs"][-1]["train_loss"]
+    stage1 = history["earlier_stages"][0]
+    assert stage1["init"] is None and history["init"]["from"] == "stage 1"
+    first, last = stage1["steps"][0]["loss"], history["epochs"][-1]["train_loss"]
     assert last < first / 3, (first, last)
     assert history["epochs"][-1]["dev_bleu"] > 50
-    translator = Translator.load(out)
-    assert translator.translate("two five one", DecodingOptions()).translation == "二五一"
+    assert Translator.load(out).translate("two five one", DecodingOptions()).translation == "二五一"
 
 
-def test_warm_start_grows_the_vocabulary_and_keeps_old_ids(tmp_path):
-    """``--init`` continues from a checkpoint on wider data: new Chinese characters are appended,
-    every old id keeps its character and its trained embedding row at the start."""
-    _write_synthetic_data(tmp_path / "data")
-    first = tmp_path / "first"
-    common = ["--batch-tokens", "150", "--warmup", "50", "--dropout", "0", "--test-size", "40",
-              "--dev-size", "40", "--no-progress", "--threads", "1", "--average", "1"]
-    train_main(["--data", str(tmp_path / "data"), "--out", str(first), "--work", str(tmp_path / "w1"),
-                "--epochs", "1", "--d-model", "32", "--heads", "2", "--layers", "1", "--d-ff", "64",
-                "--en-vocab", "60", "--narrow", *common])
-    rng = random.Random(1)
-    wide = {"seven": "七", "eight": "八", **WORDS}
-    for name in ("3am-captions-en-zh.tsv", "tico19-en-zh.tsv", "ntrex128-en-zh.tsv"):
-        rows = set()
-        while len(rows) < 60:
-            words = [rng.choice(list(wide)) for _ in range(rng.randint(2, 5))]
-            rows.add(f"{' '.join(words)} 12\t{''.join(wide[w] for w in words)}12")
-        (tmp_path / "data" / name).write_text("\n".join(sorted(rows)) + "\n", encoding="utf-8")
-    second = tmp_path / "second"
-    train_main(["--data", str(tmp_path / "data"), "--out", str(second), "--work", str(tmp_path / "w2"),
-                "--epochs", "1", "--init", str(first), "--vary-numbers", *common])
-    old, new = Translator.load(first), Translator.load(second)
-    assert new.chinese.vocabulary[: old.chinese.vocab_size] == old.chinese.vocabulary
-    assert {"七", "八"} <= set(new.chinese.vocabulary[old.chinese.vocab_size :])
-    assert new.model.config.d_model == 32 and new.model.config.n_encoder_layers == 1
-    pieces = new.english.tokenizer.pre_tokenizer.pre_tokenize_str("in 2024")
-    assert [piece for piece, _ in pieces] == ["in", "2", "0", "2", "4"]
-    history = json.loads((second / "history.json").read_text())
-    assert history["init"]["from"] == str(first) and history["init"]["epochs"] == 1
+def test_the_checkpoint_records_the_recipe_the_data_hashes_the_code_and_every_stage(tiny, tmp_path):
+    data, recipe = tiny
+    path = recipe()
+    out = _run(path, data, tmp_path / "run")
+    history = json.loads((out / "history.json").read_text())
+    kept = history["recipe"]
+    assert kept["name"] == "tiny" and kept["text"] == path.read_text()
+    assert kept["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert kept["data"] == {name: hashlib.sha256((data / name).read_bytes()).hexdigest()
+                            for name in ("tatoeba-cmn-eng.tsv", "hsk-sentences-en-zh.tsv")}
+    assert kept["code"] and len(kept["code"][0]["commit"] or "0" * 40) == 40
+    stages = [*history["earlier_stages"], history]
+    assert [s["label"]["en"] for s in stages] == ["from random weights", "lower rate"]
+    assert [len(s["epochs"]) for s in stages] == [2, 1] and all(s["steps"] for s in stages)
+    assert stages[0]["added"] == {"concat": 20} and stages[0]["settings"]["transforms"]
+    assert [s["step"] for s in stages[0]["snapshots"]] == [0, 5]
+    assert (tmp_path / "run" / "work" / "stage1" / "snapshots" / "step000005.safetensors").is_file()
 
 
-def _tiny_run_with_a_word_cut_in_two(tmp_path):
-    """A first tiny run whose 31 pieces cut one word of the data in two ("four" → "fo" + "##ur"):
-    the settings every run of the test shares, the run's folder, its translator and that word."""
-    _write_synthetic_data(tmp_path / "data")
-    first = tmp_path / "first"
-    common = ["--data", str(tmp_path / "data"), "--batch-tokens", "150", "--warmup", "10",
-              "--dropout", "0", "--test-size", "40", "--dev-size", "40", "--no-progress",
-              "--threads", "1", "--average", "1", "--epochs", "1", "--narrow"]
-    train_main([*common, "--out", str(first), "--work", str(tmp_path / "w1"), "--d-model", "32",
-                "--heads", "2", "--layers", "1", "--d-ff", "64", "--en-vocab", "31"])
-    old = Translator.load(first)
-    cut = {w: old.english.tokenize(w) for w in WORDS}
-    word = next((w for w, pieces in cut.items() if len(pieces) == 2), None)
-    assert word, cut
-    return common, first, old, word
+def test_two_runs_of_a_recipe_give_the_same_losses(tiny, tmp_path):
+    data, recipe = tiny
+    path = recipe()
+    a = json.loads((_run(path, data, tmp_path / "a") / "history.json").read_text())
+    b = json.loads((_run(path, data, tmp_path / "b") / "history.json").read_text())
+    for one, other in zip([*a["earlier_stages"], a], [*b["earlier_stages"], b], strict=True):
+        assert [s["loss"] for s in one["steps"]] == [s["loss"] for s in other["steps"]]
+        assert [e["train_loss"] for e in one["epochs"]] == [e["train_loss"] for e in other["epochs"]]
 
 
-def test_add_piece_gives_a_warm_started_run_one_more_english_piece_starting_from_its_gloss(tmp_path):
-    """``--add-piece WORD=GLOSS`` joins a word the pieces cut in two, appends its id after every
-    old one, and starts its embedding row as the mean of GLOSS's rows."""
-    import torch
-
-    from model.tokenizer import EnglishTokenizer
-    from model.training.train import add_pieces
-
-    common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)
-    # the row it starts from: the mean of the gloss's rows
-    english = EnglishTokenizer.load(first / "tokenizer_en.json")
-    state = {name: tensor.clone() for name, tensor in old.model.state_dict().items()}
-    rows = state["src_embedding.tokens.weight"]
-    add_pieces(english, state, [f"{word}=three six"])
-    gloss = old.english.encode("three six", add_eos=False)
-    assert torch.equal(state["src_embedding.tokens.weight"][-1], rows[gloss].mean(0))
-    assert english.encode(word, add_eos=False) == [old.english.vocab_size]
-    second = tmp_path / "second"
-    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
-                "--add-piece", f"{word}=three six"])
-    new = Translator.load(second)
-    assert new.english.vocab_size == old.english.vocab_size + 1
-    assert new.model.config.src_vocab_size == old.english.vocab_size + 1
-    assert new.english.encode(word, add_eos=False) == [old.english.vocab_size]
-    others = " ".join(w for w in WORDS if w != word)
-    assert new.english.tokenize(others) == old.english.tokenize(others)
-    new.translate(f"{word} one", DecodingOptions())  # the new row is read like any other
-
-
-def test_new_pieces_only_trains_the_new_row_and_leaves_every_other_weight_as_it_was(tmp_path):
+def test_a_stopped_run_goes_on_with_the_same_command_and_ends_as_an_unbroken_one(tiny, tmp_path):
+    """``--max-steps`` stops mid-epoch, then mid-way through the second stage (as a kill would,
+    after the last saved state); the same command without it ends with the weights, losses and
+    planned schedule of a run never stopped."""
     from safetensors.torch import load_file
 
-    common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)
-    second = tmp_path / "second"
-    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
-                "--add-piece", f"{word}=three", "--new-pieces-only", "3", "--lr-factor", "2"])
-    before = load_file(str(first / "weights.safetensors"))
-    after = load_file(str(second / "weights.safetensors"))
-    assert after.keys() == before.keys()
-    for name, tensor in before.items():
-        rows = tensor.shape[0]
-        assert after[name][:rows].equal(tensor), name  # bit for bit
-    added = after["src_embedding.tokens.weight"][old.english.vocab_size]
-    gloss = before["src_embedding.tokens.weight"][old.english.encode("three", add_eos=False)].mean(0)
-    assert not added.equal(gloss)  # the new row learned
+    from model.training.schedule import learning_rate, run_total_steps
+
+    data, recipe = tiny
+    path = recipe()
+    whole = _run(path, data, tmp_path / "whole")
+    broken = tmp_path / "broken"
+    _run(path, data, broken, "--max-steps", "11")
+    assert not (broken / "out").exists() and (broken / "work" / "stage1" / "state.pt").is_file()
+    stage1_steps = json.loads((whole / "history.json").read_text())["earlier_stages"][0]["epochs"][-1]["step"]
+    _run(path, data, broken, "--max-steps", str(stage1_steps + 3))
+    assert (broken / "work" / "stage1" / "out" / "history.json").is_file()
+    assert not (broken / "out").exists()
+    _run(path, data, broken)
+
+    a, b = (json.loads((folder / "history.json").read_text()) for folder in (whole, broken / "out"))
+    for one, other in zip([*a["earlier_stages"], a], [*b["earlier_stages"], b], strict=True):
+        assert [e["train_loss"] for e in one["epochs"]] == [e["train_loss"] for e in other["epochs"]]
+        total = run_total_steps(other["settings"])
+        for logged in other["steps"]:
+            assert logged["lr"] == pytest.approx(learning_rate(
+                logged["step"], 32, other["settings"]["warmup"], other["settings"]["lr_factor"], total))
+    assert len(b["recipe"]["code"]) == 3  # every start of the run is recorded
+    x = load_file(str(whole / "weights.safetensors"))
+    y = load_file(str(broken / "out" / "weights.safetensors"))
+    assert x.keys() == y.keys() and all(x[k].equal(y[k]) for k in x)
 
 
-def test_frozen_chinese_rows_are_refused_when_the_data_would_add_chinese_characters(tmp_path, capsys):
-    common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)
-    with (tmp_path / "data" / "tatoeba-cmn-eng.tsv").open("a", encoding="utf-8") as data:
-        data.writelines(f"{word} seven {i}\t{WORDS[word]}七{i}\tsynthetic\n" for i in range(60))
-    with pytest.raises(SystemExit, match="Chinese characters"):
-        train_main([*common, "--out", str(tmp_path / "second"), "--work", str(tmp_path / "w2"),
-                    "--init", str(first), "--add-piece", word, "--new-pieces-only", "2"])
-    with pytest.raises(SystemExit, match="--encoder-only: .* Chinese characters"):
-        train_main([*common, "--out", str(tmp_path / "second"), "--work", str(tmp_path / "w3"),
-                    "--init", str(first), "--encoder-only"])
-    assert not (tmp_path / "second" / "weights.safetensors").exists()  # refused before training
+def test_a_work_folder_of_another_recipe_or_other_data_is_refused(tiny, tmp_path):
+    data, recipe = tiny
+    _run(recipe(), data, tmp_path / "run", "--max-steps", "2")
+    with pytest.raises(SystemExit, match="another recipe"):
+        _run(recipe(epochs=3), data, tmp_path / "run")
+    recipe()
+    (data / "hsk-sentences-en-zh.tsv").chmod(0o644)
+    with (data / "hsk-sentences-en-zh.tsv").open("a", encoding="utf-8") as handle:
+        handle.write("h9\t1\tt\tsix six six\t六六六\t六六六\tx\n")
+    with pytest.raises(SystemExit, match="hsk-sentences-en-zh.tsv .*differ"):
+        _run(recipe(), data, tmp_path / "run")
 
 
-def test_retrain_piece_trains_only_that_existing_row(tmp_path):
-    """``--retrain-piece WORD`` with ``--new-pieces-only``: the row of one existing piece learns
-    on the pairs that have it, and every other weight, other rows included, stays bit for bit."""
-    from safetensors.torch import load_file
-
-    common, first, old, _ = _tiny_run_with_a_word_cut_in_two(tmp_path)
-    word = next(w for w in WORDS if len(old.english.encode(w, add_eos=False)) == 1)
-    row = old.english.encode(word, add_eos=False)[0]
-    second = tmp_path / "second"
-    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
-                "--retrain-piece", word, "--new-pieces-only", "2", "--lr-factor", "2"])
-    before = load_file(str(first / "weights.safetensors"))
-    after = load_file(str(second / "weights.safetensors"))
-    assert after.keys() == before.keys()
-    for name, tensor in before.items():
-        if name != "src_embedding.tokens.weight":
-            assert after[name].equal(tensor), name
-    embedding_before = before["src_embedding.tokens.weight"]
-    embedding_after = after["src_embedding.tokens.weight"]
-    assert embedding_after.shape == embedding_before.shape  # no piece added
-    others = [i for i in range(embedding_before.shape[0]) if i != row]
-    assert embedding_after[others].equal(embedding_before[others])
-    assert not embedding_after[row].equal(embedding_before[row])  # the named row learned
-    assert Translator.load(second).english.tokenize(word) == old.english.tokenize(word)
+REMOVED = ("--focus", "--focus-copies", "--replay", "--add-piece", "--retrain-piece",
+           "--new-pieces-only", "--encoder-only", "--average-init", "--init", "--vary-numbers",
+           "--vary-names", "--vary-titles", "--vary-latin", "--vary-acronyms", "--epochs", "--seed")
 
 
-def test_retrain_piece_is_refused_for_a_word_of_two_pieces_or_without_new_pieces_only(
-        tmp_path, capsys):
-    common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)  # word: two pieces
-    with pytest.raises(SystemExit, match="not one"):
-        train_main([*common, "--out", str(tmp_path / "second"), "--work", str(tmp_path / "w2"),
-                    "--init", str(first), "--retrain-piece", word, "--new-pieces-only", "2"])
-    assert not (tmp_path / "second" / "weights.safetensors").exists()
-    with pytest.raises(SystemExit):
-        train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"),
-                    "--init", str(first), "--retrain-piece", "one"])
-    assert "--retrain-piece needs --new-pieces-only" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"),
-                    "--retrain-piece", "one", "--new-pieces-only", "2"])
-    assert "--new-pieces-only needs --init" in capsys.readouterr().err
-
-
-def test_focus_trains_the_whole_model_on_a_words_pairs_and_some_others(tmp_path, capsys):
-    """``--focus WORD --focus-copies C --replay N``: an epoch is the pairs with WORD, C times,
-    plus N others drawn at random; every weight may move."""
-    from safetensors.torch import load_file
-
-    common, first, old, _ = _tiny_run_with_a_word_cut_in_two(tmp_path)
-    word = next(w for w in WORDS if len(old.english.encode(w, add_eos=False)) == 1)
-    second = tmp_path / "second"
-    capsys.readouterr()
-    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
-                "--focus", word, "--focus-copies", "2", "--replay", "5"])
-    printed = capsys.readouterr().out
-    focused = int(printed.split("focus: ")[1].split(" ")[0])
-    assert focused > 0 and "× 2 + 5 others" in printed
-    history = json.loads((second / "history.json").read_text(encoding="utf-8"))
-    assert history["train_pairs"] == 2 * focused + 5
-    before = load_file(str(first / "weights.safetensors"))
-    after = load_file(str(second / "weights.safetensors"))
-    assert sum(not after[n].equal(t) for n, t in before.items()) > len(before) // 2
-
-
-def test_encoder_only_leaves_the_decoder_and_the_chinese_side_bit_for_bit(tmp_path):
-    from safetensors.torch import load_file
-
-    common, first, old, _ = _tiny_run_with_a_word_cut_in_two(tmp_path)
-    second = tmp_path / "second"
-    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
-                "--encoder-only", "--lr-factor", "2"])
-    before = load_file(str(first / "weights.safetensors"))
-    after = load_file(str(second / "weights.safetensors"))
-    english = [n for n in before if n.startswith(("src_embedding.", "encoder_layers."))]
-    assert english and all(not after[n].equal(before[n]) for n in english if "weight" in n)
-    assert all(after[n].equal(before[n]) for n in before if n not in english)
-
-
-def test_focus_is_refused_without_init_with_new_pieces_only_or_for_several_pieces(tmp_path, capsys):
-    common, first, old, word = _tiny_run_with_a_word_cut_in_two(tmp_path)  # word: two pieces
-    with pytest.raises(SystemExit, match="not one"):
-        train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w2"),
-                    "--init", str(first), "--focus", word])
-    for extra in (["--focus", "one"],
-                  ["--init", str(first), "--focus", "one", "--retrain-piece", "one",
-                   "--new-pieces-only", "2"],
-                  ["--init", str(first), "--focus-copies", "2"],
-                  ["--init", str(first), "--focus", "one", "--focus-copies", "0"],
-                  ["--focus", "one", "--encoder-only"]):
-        with pytest.raises(SystemExit):
-            train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"), *extra])
-        assert "--focus" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"),
-                    "--encoder-only"])
-    assert "--encoder-only needs --init" in capsys.readouterr().err
-    for extra in (["--replay", "5"],
-                  ["--init", str(first), "--replay", "5", "--add-piece", "zyx",
-                   "--new-pieces-only", "2"]):
-        with pytest.raises(SystemExit):
-            train_main([*common, "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w3"),
-                        *extra])
-        assert "--replay needs --init" in capsys.readouterr().err
-    assert not (tmp_path / "o" / "weights.safetensors").exists()
-
-
-def test_replay_alone_is_a_short_pass_over_pairs_drawn_at_random(tmp_path, capsys):
-    """``--init CKPT --replay N`` without --focus: an epoch is N training pairs drawn at random
-    (seeded: the same seed draws the same pairs), and the whole model trains on them."""
-    from safetensors.torch import load_file
-
-    common, first, _, _ = _tiny_run_with_a_word_cut_in_two(tmp_path)
-    runs = []
-    for name in ("second", "again"):
-        out = tmp_path / name
-        capsys.readouterr()
-        train_main([*common, "--out", str(out), "--work", str(tmp_path / f"w-{name}"),
-                    "--init", str(first), "--replay", "7"])
-        assert "replay: 7 training examples drawn at random" in capsys.readouterr().out
-        assert json.loads((out / "history.json").read_text(encoding="utf-8"))["train_pairs"] == 7
-        runs.append(load_file(str(out / "weights.safetensors")))
-    before = load_file(str(first / "weights.safetensors"))
-    assert sum(not runs[0][n].equal(t) for n, t in before.items()) > len(before) // 2
-    assert all(runs[0][n].equal(runs[1][n]) for n in before)
-
-
-def test_add_piece_without_init_is_refused_before_any_training(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
-                    "--work", str(tmp_path / "w"), "--add-piece", "ai"])
-    assert "--add-piece needs --init" in capsys.readouterr().err
-
-
-def test_a_run_killed_mid_epoch_resumes_where_it_last_saved(tmp_path, monkeypatch):
-    """``--save-every`` writes the resumable state inside an epoch; a run that dies between two
-    saves resumes at the last one, with the same shuffle, and ends with the weights an unbroken
-    run ends with."""
-    import pytest
-    from safetensors.torch import load_file
-
+def test_the_command_takes_a_recipe_and_paths_and_at_most_twelve_flags():
     import model.training.train as train
 
-    _write_synthetic_data(tmp_path / "data")
-    common = ["--data", str(tmp_path / "data"), "--epochs", "2", "--batch-tokens", "150",
-              "--warmup", "50", "--dropout", "0", "--d-model", "32", "--heads", "2", "--layers", "1",
-              "--d-ff", "64", "--en-vocab", "60", "--test-size", "40", "--dev-size", "40",
-              "--no-progress", "--threads", "1", "--narrow", "--average", "1", "--save-every", "4"]
-    train_main([*common, "--out", str(tmp_path / "whole"), "--work", str(tmp_path / "w1")])
-
-    real_loss, calls = train.smoothed_cross_entropy, []
-
-    def dies_at_step_11(*args):
-        calls.append(1)
-        if len(calls) == 11:  # two steps after the save at step 8, before the epoch ends
-            raise RuntimeError("killed")
-        return real_loss(*args)
-
-    monkeypatch.setattr(train, "smoothed_cross_entropy", dies_at_step_11)
-    with pytest.raises(RuntimeError, match="killed"):
-        train_main([*common, "--out", str(tmp_path / "broken"), "--work", str(tmp_path / "w2")])
-    monkeypatch.setattr(train, "smoothed_cross_entropy", real_loss)
-    train_main([*common, "--out", str(tmp_path / "broken"), "--work", str(tmp_path / "w2")])
-
-    whole = json.loads((tmp_path / "whole" / "history.json").read_text())
-    broken = json.loads((tmp_path / "broken" / "history.json").read_text())
-    assert whole["epochs"][0]["step"] > 11  # the kill really fell inside the first epoch
-    assert [e["step"] for e in broken["epochs"]] == [e["step"] for e in whole["epochs"]]
-    assert [e["train_loss"] for e in broken["epochs"]] == [e["train_loss"] for e in whole["epochs"]]
-    a = load_file(str(tmp_path / "whole" / "weights.safetensors"))
-    b = load_file(str(tmp_path / "broken" / "weights.safetensors"))
-    assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
-
-
-def test_average_init_ships_the_mean_of_the_start_and_the_trained_weights(tmp_path):
-    """``--average-init`` ships (start + trained) / 2, scores it on dev, and keeps the trained
-    weights' own dev figures beside it; run again on the finished work folder, it only re-averages."""
-    import torch
-    from safetensors.torch import load_file
-
-    _write_synthetic_data(tmp_path / "data")
-    common = ["--data", str(tmp_path / "data"), "--batch-tokens", "150", "--warmup", "50",
-              "--dropout", "0", "--test-size", "40", "--dev-size", "40", "--no-progress",
-              "--threads", "1", "--average", "1", "--epochs", "1", "--narrow"]
-    first = tmp_path / "first"
-    train_main([*common, "--out", str(first), "--work", str(tmp_path / "w1"), "--d-model", "32",
-                "--heads", "2", "--layers", "1", "--d-ff", "64", "--en-vocab", "60"])
-    second = tmp_path / "second"
-    train_main([*common, "--out", str(second), "--work", str(tmp_path / "w2"), "--init", str(first),
-                "--lr-factor", "2", "--average-init"])
-    start = load_file(str(first / "weights.safetensors"))
-    trained = load_file(str(tmp_path / "w2" / "epoch001.safetensors"))
-    shipped = load_file(str(second / "weights.safetensors"))
-    assert shipped.keys() == trained.keys() == start.keys()
-    # training moved the weights, so the mean is neither of the two
-    assert any(not trained[key].equal(start[key]) for key in start)
-    for key in shipped:
-        expected = ((start[key].double() + trained[key].double()) / 2).float()
-        assert torch.equal(shipped[key], expected), key
-    final = json.loads((second / "history.json").read_text())["final"]
-    assert final["weights"] == "mean of the --init weights and the last epoch"
-    assert final["without_init"]["weights"] == "last epoch"
-    assert 0 <= final["dev_bleu"] <= 100 and 0 <= final["without_init"]["dev_bleu"] <= 100
-    # resuming the finished work folder with the flag re-derives the same weights
-    train_main([*common, "--out", str(tmp_path / "again"), "--work", str(tmp_path / "w2"),
-                "--init", str(first), "--lr-factor", "2", "--average-init"])
-    again = load_file(str(tmp_path / "again" / "weights.safetensors"))
-    assert all(torch.equal(again[k], shipped[k]) for k in shipped)
-
-
-def test_average_init_without_init_is_refused_before_any_training(tmp_path, capsys):
-    import pytest
-
-    with pytest.raises(SystemExit):
-        train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
-                    "--work", str(tmp_path / "w"), "--average-init"])
-    assert "--average-init needs --init" in capsys.readouterr().err
-
-
-def test_a_drop_stops_share_outside_0_to_1_is_refused_before_any_training(tmp_path, capsys):
-    import pytest
-
-    for share in ("-0.1", "1.5"):
+    parser_source = __import__("inspect").getsource(train.parse_args)
+    flags = [line.split('"')[1] for line in parser_source.splitlines() if "add_argument(" in line]
+    assert flags[0] == "recipe" and len(flags) <= 12, flags
+    assert not set(flags) & set(REMOVED)
+    for flag in REMOVED:
         with pytest.raises(SystemExit):
-            train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
-                        "--work", str(tmp_path / "w"), "--drop-stops", share])
-        assert "--drop-stops takes a share between 0 and 1" in capsys.readouterr().err
+            train.parse_args(["r.toml", "--data", "d", "--out", "o", flag, "1"])
 
 
-def test_a_negative_names_or_titles_limit_is_refused_before_any_training(tmp_path, capsys):
-    import pytest
+@pytest.mark.parametrize(("change", "message"), [
+    ("[transforms]\nfocus = { word = 'code' }", "unknown transform 'focus'"),
+    ("[transforms]\ndrop_stops = { share = 2 }", "share takes a number between 0 and 1"),
+    ("[transforms]\nconcat = { count = -5 }", "count takes a number 0 or more"),
+    ("[transforms]\nnumbers = { copies = 1, digits = 3 }", "transform 'numbers'"),
+    ("[transforms]\nconcat = { count = 20 }\n[model]\ninit = 'x'", "Cannot declare"),
+    ("[transforms]\n[train2]\nunlikelihood = -1.0", "unknown key(s) train2"),
+])
+def test_a_recipe_that_asks_for_what_does_not_exist_is_refused_before_any_training(change, message):
+    from model.training.recipe import parse_recipe
 
-    for flag in ("--names-limit", "--titles-limit", "--acronyms-limit"):
-        with pytest.raises(SystemExit):
-            train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
-                        "--work", str(tmp_path / "w"), flag, "-5"])
-        assert "--names-limit and --titles-limit take a number of pairs ≥ 0" in capsys.readouterr().err
+    text = TINY.format(epochs=1, warmup=10).replace("[transforms]\nconcat = { count = 20 }", change)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_recipe(text)
+    for line, message in (("unlikelihood = -1.0", "unlikelihood takes a number ≥ 0"),
+                          ("init = 'model/checkpoints'", r"unknown key\(s\) init")):
+        with pytest.raises(ValueError, match=message):
+            parse_recipe(TINY.format(epochs=1, warmup=10).replace("save_every = 4", line))
 
 
-def test_continuing_a_checkpoint_with_other_held_out_splits_is_refused(tmp_path, capsys):
-    """Another --split-seed (or, for runs from before it, another --seed) or other split sizes
-    would draw other dev/test sentences, so the run would train on the checkpoint's held-out
-    ones; the arguments are refused before any data is read."""
-    import pytest
+def test_a_stage_can_replace_or_switch_off_a_transform_of_the_recipe():
+    from model.training.recipe import parse_recipe
 
-    from model.training.train import parse_args
+    text = TINY.format(epochs=1, warmup=10) + "[stages.transforms]\nconcat = false\nnumbers = {}\n"
+    first, second = parse_recipe(text).stages
+    assert first.transforms == {"concat": {"count": 20}} and second.transforms == {"numbers": {}}
 
-    init = tmp_path / "init"
-    init.mkdir()
-    common = ["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
-              "--work", str(tmp_path / "w"), "--init", str(init)]
-    for settings, argv, said in (
-        ({"seed": 12, "test_size": 1000, "dev_size": 500}, [], "split_seed 12 (here 13)"),
-        ({"split_seed": 13, "seed": 12, "test_size": 1000, "dev_size": 500},
-         ["--split-seed", "7"], "split_seed 13 (here 7)"),
-        ({"seed": 13, "test_size": 40, "dev_size": 500}, [], "test_size 40 (here 1000)"),
-    ):
-        (init / "history.json").write_text(json.dumps({"settings": settings}))
-        with pytest.raises(SystemExit):
-            parse_args([*common, *argv])
-        assert said in capsys.readouterr().err
-    # the training seed alone may change: shuffles and draws differ, the splits do not
-    (init / "history.json").write_text(json.dumps(
-        {"settings": {"seed": 13, "test_size": 1000, "dev_size": 500}}))
-    args = parse_args([*common, "--seed", "12"])
-    assert (args.seed, args.split_seed) == (12, 13)
-    (init / "history.json").unlink()  # nothing says how it was split: nothing to compare
-    assert parse_args(common).split_seed == 13
+
+def test_the_shipped_recipe_reads_and_trains_from_random_weights_without_word_aimed_steps():
+    from model.training.recipe import RECIPES, load_recipe
+
+    recipe = load_recipe(RECIPES / "shipped.toml")
+    assert recipe.name == "shipped" and len(recipe.stages) >= 1
+    assert recipe.stages[0].lr_factor == 1.0 and recipe.stages[0].snapshots[0] == 0
+    assert "tatoeba-cmn-eng.tsv" in recipe.files() and "cc-cedict-2023-11-07.u8.gz" in recipe.files()
 
 
 def test_evaluation_rebuilds_the_splits_from_split_seed():
@@ -439,6 +239,22 @@ def test_evaluation_rebuilds_the_splits_from_split_seed():
     assert split_settings({"seed": 12, "split_seed": 13})["seed"] == 13
     assert split_settings({"seed": 12})["seed"] == 12  # a run from before --split-seed
     assert split_settings({})["seed"] == 13
+
+
+def test_an_old_checkpoints_flags_stand_for_a_one_stage_recipe():
+    from model.training.recipe import recipe_from_settings
+
+    recipe = recipe_from_settings({"seed": 16, "split_seed": 13, "narrow": False, "old_data": False,
+                                   "upsample": "tatoeba=3,hsk=6", "rare_words": "10",
+                                   "vary_numbers": True, "number_copies": 2, "drop_stops": 0.1,
+                                   "vary_latin": 3, "latin_short": 0.5, "concat": 6000})
+    (stage,) = recipe.stages
+    assert "un" in recipe.sources and "bible" not in recipe.sources and stage.seed == 16
+    assert stage.upsample == {"tatoeba": 3, "hsk": 6}
+    assert stage.transforms == {"rare_words": {"max_pairs": 10, "copies": 1},
+                                "numbers": {"copies": 2, "any_length": False},
+                                "drop_stops": {"share": 0.1}, "latin": {"copies": 3, "short": 0.5},
+                                "concat": {"count": 6000}}
 
 
 def test_the_timeline_packer_scores_the_dev_sentences_its_run_held_out(tmp_path):
@@ -470,74 +286,27 @@ def test_learning_rate_decays_linearly_to_zero_when_the_run_length_is_known():
     assert learning_rate(250, 64, 100, 2.0) == noam_lr(250, 64, 100, 2.0)
 
 
-def test_a_linear_decay_run_records_its_length_and_ends_near_zero(tmp_path):
-    """`--decay linear` plans the run's steps from --epochs, records them in history.json, and the
-    rates the loop logged lie on that schedule (what /training draws)."""
+def test_a_linear_stage_records_its_length_and_ends_near_zero(tiny, tmp_path):
+    """A linear stage plans its steps from its epochs, records them in history.json, and the rates
+    the loop logged lie on that schedule (what /training draws)."""
     from model.training.schedule import learning_rate, run_total_steps
 
-    _write_synthetic_data(tmp_path / "data")
-    out = tmp_path / "checkpoint"
-    train_main([
-        "--data", str(tmp_path / "data"), "--out", str(out), "--work", str(tmp_path / "work"),
-        "--epochs", "3", "--batch-tokens", "150", "--warmup", "20", "--decay", "linear",
-        "--d-model", "32", "--heads", "2", "--layers", "1", "--d-ff", "64", "--dropout", "0",
-        "--en-vocab", "60", "--average", "1", "--test-size", "40", "--dev-size", "40",
-        "--no-progress", "--threads", "1", "--narrow",
-    ])
-    history = json.loads((out / "history.json").read_text())
+    data, recipe = tiny
+    history = json.loads((_run(recipe(epochs=3, warmup=20), data, tmp_path / "r") / "history.json")
+                         .read_text())["earlier_stages"][0]
     total = run_total_steps(history["settings"])
     last = history["epochs"][-1]["step"]
     assert total and abs(total - last) <= 3, (total, last)  # batches per epoch vary by a shuffle
     for logged in history["steps"]:
-        assert logged["lr"] == pytest.approx(learning_rate(logged["step"], 32, 20, 1.0, total))
+        assert logged["lr"] == pytest.approx(learning_rate(logged["step"], 32, 20, 0.5, total))
     after_warmup = [s["lr"] for s in history["steps"] if s["step"] > 20]
     assert after_warmup == sorted(after_warmup, reverse=True) and len(after_warmup) >= 2
-    assert learning_rate(last, 32, 20, 1.0, total) <= 0.1 * learning_rate(20, 32, 20, 1.0)
-
-
-def test_a_resumed_linear_run_keeps_the_schedule_it_planned(tmp_path, monkeypatch):
-    """A linear-decay run stopped mid-epoch and started again with another --epochs stays on the
-    schedule recorded in its history.json (the one /training draws), not a re-planned one."""
-    import model.training.train as train
-    from model.training.schedule import learning_rate, run_total_steps
-
-    _write_synthetic_data(tmp_path / "data")
-    common = ["--data", str(tmp_path / "data"), "--batch-tokens", "150", "--warmup", "10",
-              "--decay", "linear", "--dropout", "0", "--d-model", "32", "--heads", "2",
-              "--layers", "1", "--d-ff", "64", "--en-vocab", "60", "--test-size", "40",
-              "--dev-size", "40", "--no-progress", "--threads", "1", "--narrow", "--average", "1",
-              "--save-every", "4", "--out", str(tmp_path / "out"), "--work", str(tmp_path / "w")]
-    real_loss, calls = train.smoothed_cross_entropy, []
-
-    def dies_at_step_11(*args):
-        calls.append(1)
-        if len(calls) == 11:
-            raise RuntimeError("killed")
-        return real_loss(*args)
-
-    monkeypatch.setattr(train, "smoothed_cross_entropy", dies_at_step_11)
-    with pytest.raises(RuntimeError, match="killed"):
-        train_main([*common, "--epochs", "2"])
-    monkeypatch.setattr(train, "smoothed_cross_entropy", real_loss)
-    train_main([*common, "--epochs", "3"])
-    history = json.loads((tmp_path / "out" / "history.json").read_text())
-    total = run_total_steps(history["settings"])
-    assert total < history["epochs"][-1]["step"]  # planned for 2 epochs, ran 3: the rate hit zero
-    for logged in history["steps"]:
-        assert logged["lr"] == pytest.approx(learning_rate(logged["step"], 32, 10, 1.0, total))
-
-
-def test_a_latin_short_share_outside_0_to_1_is_refused_before_any_training(tmp_path, capsys):
-    for share in ("-0.5", "2"):
-        with pytest.raises(SystemExit):
-            train_main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"),
-                        "--work", str(tmp_path / "w"), "--latin-short", share])
-        assert "--latin-short takes a share between 0 and 1" in capsys.readouterr().err
+    assert learning_rate(last, 32, 20, 0.5, total) <= 0.1 * learning_rate(20, 32, 20, 0.5)
 
 
 KEEP_FREED = """
 import resource, sys, torch
-from model.training.train import keep_freed_memory
+from model.training.loop import keep_freed_memory
 applied = keep_freed_memory() if sys.argv[1] == "keep" else None
 torch.empty(3000, 4256).fill_(1.0)  # the logits of a 3,000-token batch, 51 MB
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -562,15 +331,3 @@ def test_training_keeps_freed_memory_so_a_steps_large_tensors_fault_no_new_pages
     assert faults("default")[1] > 10 * 10_000  # ~12,500 pages a block, every time
     applied, kept = faults("keep")
     assert applied == "True" and kept < 2 * 12_500  # at most a block's worth once, not ten
-
-
-def test_acronym_terms_outside_a_share_or_without_acronym_swaps_is_refused(tmp_path, capsys):
-    import pytest
-
-    base = ["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "o"), "--work", str(tmp_path / "w")]
-    with pytest.raises(SystemExit):
-        train_main([*base, "--vary-acronyms", "1", "--acronym-terms", "1.5"])
-    assert "--acronym-terms takes a share between 0 and 1" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        train_main([*base, "--acronym-terms", "0.5"])
-    assert "--acronym-terms needs --vary-acronyms" in capsys.readouterr().err
