@@ -34,6 +34,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import ENGLISH, ERRORS, MAX_TEXT_CHARS, Strict, TranslateRequest
+from model.training.recipe import RECIPES, parse_recipe
 from model.training.schedule import learning_rate, run_total_steps
 
 router = APIRouter()
@@ -125,7 +126,30 @@ def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTML
                        total_steps=run_total_steps(settings),
                        adam={**ADAM, "eps": f"{ADAM['eps']:.0e}".replace("e-0", "e-")},
                        beta1_steps=round(1 / (1 - ADAM["beta1"])),
-                       beta2_steps=round(1 / (1 - ADAM["beta2"])))
+                       beta2_steps=round(1 / (1 - ADAM["beta2"])),
+                       recipe=recipe_view(translator.history, lang))
+
+
+def recipe_view(history: dict, lang: str) -> dict:
+    """What made the checkpoint: its recipe's name, stages, data files' sha256 and code commit
+    (history.json's ``recipe``); for a checkpoint from before recipes, only the recipe that now
+    makes the shipped model (``shipped``) and its file."""
+    kept = history.get("recipe") or {}
+    if not kept.get("text"):
+        return {"made_by_recipe": False, "name": "shipped",
+                "file": str((RECIPES / "shipped.toml").relative_to(RECIPES.parents[2]))}
+    recipe = parse_recipe(kept["text"], kept.get("name", "recipe"))
+    code = (kept.get("code") or [{}])[-1]
+    return {
+        "made_by_recipe": True, "name": recipe.name, "text": kept["text"],
+        "description": recipe.description.get(lang) or recipe.description.get("en", ""),
+        "stages": [{"number": number, "label": stage.label.get(lang) or stage.label.get("en", ""),
+                    "epochs": stage.epochs, "warmup": stage.warmup, "lr_factor": f"{stage.lr_factor:g}",
+                    "decay": stage.decay, "transforms": ", ".join(stage.transforms) or "–"}
+                   for number, stage in enumerate(recipe.stages, start=1)],
+        "data": [{"file": name, "sha256": digest} for name, digest in kept.get("data", {}).items()],
+        "commit": (code.get("commit") or "")[:12], "dirty": bool(code.get("dirty")),
+    }
 
 
 @router.post("/api/score", responses=ERRORS, tags=["model"])

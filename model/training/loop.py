@@ -27,9 +27,9 @@ from torch import Tensor
 from model.decoding import pad
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.training.data import Pair
-from model.training.evaluate import bleu_chrf, translate_batch
 from model.training.recipe import Recipe, Stage
 from model.training.schedule import learning_rate
+from model.training.scoring import bleu_chrf, translate_batch
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, Transformer
 
 log = logging.getLogger("model.training")

@@ -36,8 +36,8 @@ from model.timeline import (
 )
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.training.data import file_sha256
-from model.training.evaluate import bleu_chrf, translate_batch
 from model.training.recipe import held_out_splits, recipe_from_settings
+from model.training.scoring import bleu_chrf, translate_batch
 from model.transformer import TransformerConfig
 from model.translator import DEFAULT_CHECKPOINT, Translator
 

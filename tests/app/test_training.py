@@ -140,11 +140,11 @@ def test_adam_settings_are_the_ones_training_uses():
     import inspect
 
     from app.pages import training
-    from model.training import train
+    from model.training import loop
 
     adam = training.ADAM
     assert (f"betas=({adam['beta1']}, {adam['beta2']}), eps={adam['eps']:.0e}".replace("e-09", "e-9")
-            in inspect.getsource(train))
+            in inspect.getsource(loop))
 
 
 def test_default_reference_is_a_human_translation_when_there_is_one(app_client):
@@ -456,3 +456,65 @@ def test_a_linear_decay_run_gets_its_own_curve_and_words(tiny_checkpoint, tiny_t
             client.cookies.set("lang", lang)
             page = client.get("/training").text
             assert words in page and "1/√" not in page
+
+
+RECIPE_TEXT = """name = "tiny"
+description = { en = "counting words", zh = "数词" }
+[data]
+sources = ["tatoeba", "hsk"]
+[[stages]]
+label = { en = "from random weights", zh = "从随机权重开始" }
+epochs = 2
+warmup = 50
+lr_factor = 0.5
+[[stages]]
+label = { en = "lower rate", zh = "较低学习率" }
+epochs = 1
+warmup = 10
+lr_factor = 0.2
+transforms = { numbers = { copies = 2 } }
+"""
+RECIPE = {"name": "tiny", "text": RECIPE_TEXT, "sha256": "0" * 64,
+          "data": {"tatoeba-cmn-eng.tsv": "ab" * 32, "hsk-sentences-en-zh.tsv": "cd" * 32},
+          "code": [{"commit": "1234567890abcdef" * 2 + "12345678", "dirty": False}]}
+
+
+def test_the_recipe_card_names_the_recipe_its_stages_and_the_data_hashes():
+    from app.pages.training import recipe_view
+
+    view = recipe_view({"recipe": RECIPE}, "zh")
+    assert view["made_by_recipe"] and view["name"] == "tiny" and view["description"] == "数词"
+    assert [(s["label"], s["epochs"], s["transforms"]) for s in view["stages"]] == [
+        ("从随机权重开始", 2, "–"), ("较低学习率", 1, "numbers")]
+    assert view["data"][0] == {"file": "tatoeba-cmn-eng.tsv", "sha256": "ab" * 32}
+    assert view["commit"] == "1234567890ab" and view["dirty"] is False
+    before = recipe_view({"settings": {"epochs": 1}}, "en")
+    assert before == {"made_by_recipe": False, "name": "shipped",
+                      "file": "model/training/recipes/shipped.toml"}
+
+
+def test_the_training_page_shows_the_recipe_in_both_languages(tiny_checkpoint, tmp_path):
+    import json
+    import shutil
+
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(tiny_checkpoint, checkpoint)
+    history = json.loads((checkpoint / "history.json").read_text(encoding="utf-8"))
+    (checkpoint / "history.json").write_text(json.dumps({**history, "recipe": RECIPE}), encoding="utf-8")
+    with TestClient(create_app(Settings(checkpoint=checkpoint))) as client:
+        en = client.get("/training").text
+        client.cookies.set("lang", "zh")
+        zh = client.get("/training").text
+    assert 'id="recipe-stages"' in en and "from random weights" in en and "ab" * 8 in en
+    assert "model/training/recipes/tiny.toml" in en and "1234567890ab" in en
+    assert "从随机权重开始" in zh and "训练配方" in zh and "线性" in zh
+
+
+def test_a_checkpoint_from_before_recipes_points_to_the_shipped_recipe(app_client):
+    page = app_client.get("/training").text
+    assert 'id="recipe-none"' in page and "model/training/recipes/shipped.toml" in page

@@ -11,15 +11,8 @@ import torch
 
 from model.decoding import DecodingOptions, beam_batch, generate, pad
 from model.training.data import Pair
-from model.training.evaluate import (
-    bleu_chrf,
-    fixture_pairs,
-    is_repetitive,
-    main,
-    read_table,
-    repeated_runs,
-    repetition_rate,
-)
+from model.training.evaluate import fixture_pairs, main, read_table
+from model.training.scoring import bleu_chrf, is_repetitive, repeated_runs, repetition_rate
 from model.transformer import EOS_ID, Transformer, TransformerConfig
 from tests.conftest import make_tiny_checkpoint
 
