@@ -59,7 +59,7 @@ def test_the_model_and_the_play_control_are_on_the_first_screen(browser, server,
     stage, play, sentence = box(page, "#xr-stage"), box(page, "#xr-play"), box(page, "#text")
     limit = height / 2 if size == "wide" else height  # the upper half at 1440, the first screen on a phone
     assert stage["top"] < limit, (size, lang, stage)
-    assert 0 <= play["top"] and play["bottom"] <= height, (size, lang, play)
+    assert play["top"] >= 0 and play["bottom"] <= height, (size, lang, play)
     assert sentence["bottom"] <= stage["top"]  # the sentence box stays above the picture
     # the model's first rows are drawn on that first screen, not just its frame
     assert box(page, '.xr-row[data-key="enc-tokens"]')["top"] < height
@@ -144,10 +144,60 @@ def test_the_player_never_covers_the_block_computing_or_a_heading(browser, serve
         player = box(page, "#xr-player")
         for selector in [".xr-row.xr-active"] + (["#xr-stage h2", "#xr-crumbs"] if size == "wide" else []):
             for found in page.locator(selector).evaluate_all(
-                    "es => es.map(e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom,"
-                    " left: r.left, right: r.right}; })"):
+                    "es => es.map(e => { const r = e.getBoundingClientRect();"
+                    " return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; })"):
                 if overlap(player, found):
                     covered.append((selector, page.evaluate("ITTXray.state.frame")))
     assert covered == [], covered
+    assert page.errors == []
+    context.close()
+
+
+def test_the_guided_chapters_walk_the_story_on_the_learners_sentence(browser, server):
+    context, page = open_page(browser, server, "wide", "en", "&chapter=1")
+    card = page.locator("#xr-chapter")
+    expect_text = {  # a chapter says this sentence's own numbers
+        1: lambda tr: " · ".join(tr["source_tokens"]),
+        3: lambda tr: tr["source_tokens"][max(range(len(tr["source_tokens"])), key=lambda k: tr["encoder"][0][
+            "self_attention_mean"][1][k])],
+        10: lambda tr: tr["steps"][2]["top"][0]["token"],
+        11: lambda tr: tr["translation"],
+    }
+    trace = page.evaluate("ITTXray.state.trace")
+    seen_frames = set()
+    for n in range(1, 13):
+        assert card.is_visible()
+        assert page.locator("#xr-chapter-count").text_content() == f"Chapter {n} of 12"
+        text = page.locator("#xr-chapter-text").text_content()
+        assert "{" not in text and "{" not in page.locator("#xr-chapter-point").text_content()
+        if n in expect_text:
+            assert expect_text[n](trace) in text, (n, text)
+        assert page.locator(".xr-ring").count() >= 1, n  # the part it explains is ringed
+        assert page.locator(".xr-point").count() == 1, n  # and one thing to click next is marked
+        assert f"chapter={n}" in page.url  # progress is kept in the URL
+        seen_frames.add(page.evaluate("ITTXray.state.frame"))
+        if n == 9:  # cross-attention: the player stands on decoder layer 1's cross-attention at step 3
+            assert page.locator(".xr-row.xr-active").evaluate_all("rs => rs.map(r => r.dataset.key)") == [
+                "d-0-cross_attention"]
+            assert page.locator('.xr-group.xr-zoomed[data-zoom="d-0"]').count() == 1
+        page.locator("#xr-chapter-next").click()
+    assert len(seen_frames) >= 6  # the chapters move the player through the computation
+    assert card.is_hidden() and "chapter=" not in page.url  # "Finish" closes the guide
+    # the toolbar's list opens any chapter
+    page.locator("#xr-chapters-menu summary").click()
+    page.locator('#xr-chapter-list button[data-chapter="8"]').click()
+    assert page.locator("#xr-chapter-title").text_content() == "Masked self-attention"
+    assert "−∞" in page.locator("#xr-chapter-text").text_content()
+    assert page.errors == []
+    context.close()
+
+
+def test_the_chapters_read_in_chinese_on_a_phone(browser, server):
+    context, page = open_page(browser, server, "phone", "zh", "&chapter=12")
+    assert page.locator("#xr-chapter-count").text_content() == "第 12 章，共 12 章"
+    assert page.locator("#xr-chapter-title").text_content() == "KV 缓存"
+    link = page.locator("#xr-kv-link")
+    assert link.is_visible() and "/kv-cache?" in link.get_attribute("href")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert page.errors == []
     context.close()

@@ -12,7 +12,7 @@
    sampling.js and beam.js (the formulas copied from Python, pure), beamtree.js, blocks.js,
    result.js (the translation above the player: beam 4 first, the player's decoding beside it),
    saved.js (saving the x-ray to a file and opening it again), zoom.js (the one-screen overview
-   and zooming into a layer). */
+   and zooming into a layer), chapters.js (the guided chapters on the live picture). */
 
 import { S, saveFrame } from "./state.js";
 import { $, cfg } from "./dom.js";
@@ -28,6 +28,7 @@ import { drawResult } from "./result.js";
 import { filterDistribution } from "./sampling.js";
 import { fromModel, showRequest, wireFiles } from "./saved.js";
 import { checkWidth, openFrom, startZoom, toggleZoom, wireZoom, zoomFromURL } from "./zoom.js";
+import { chapterFromURL, chapterShown, showChapter, wireChapters } from "./chapters.js";
 
 /** Fetch what the x-ray draws for the URL's request (one answer), then build and draw everything. */
 async function reload() {
@@ -92,6 +93,7 @@ async function show(view, req, heads = null, strips = null) {
   drawCompare();
   drawBeam();
   drawResult();
+  chapterFromURL();
   document.body.dataset.xray = "ready";
   requestAnimationFrame(() => { document.body.dataset.xrayDrawnMs = String(Math.round(performance.now())); });
 }
@@ -182,9 +184,10 @@ function wire() {
   observer.observe($("xr-stage"));
   stickyOffset();
   wireZoom(render);
+  wireChapters(go);
 }
 
 wire();
 wireFiles(show);
 ITT.start(reload);
-window.ITTXray = { state: S, filterDistribution, go, play, pause, playSeconds };
+window.ITTXray = { state: S, filterDistribution, go, play, pause, playSeconds, showChapter, chapterShown };

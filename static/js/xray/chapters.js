@@ -1,0 +1,218 @@
+/* Guided chapters on the live picture (issue 56, item 5): the seed documents' story in twelve
+   chapters — tokens, embeddings and positions, self-attention, multi-head, Add & Norm, the
+   feed-forward network, the encoder's memory, masked self-attention, cross-attention, linear +
+   softmax, decoding strategies, the KV cache. Each chapter moves the player to the frame where its
+   part computes (zooming into its layer), rings that part of the picture, says what it does with
+   the learner's own sentence and numbers (read from the trace on screen, never a fixed example),
+   and points at the next thing to click. The chapter is kept in the URL (?chapter=N, 1-based).
+   A block is found by its place in its layer (the model's own order: attention first, the
+   feed-forward after the attentions), so no sublayer is named here. Text only through textContent. */
+
+import { S } from "./state.js";
+import { $, cfg, el, fixed, SIZES, t } from "./dom.js";
+import { rowState } from "./frames.js";
+import { zoomTo } from "./zoom.js";
+
+let goTo = () => {};
+let shown = 0; // the chapter on screen, 1-based; 0: none
+const RINGED = "xr-ring";
+const POINTED = "xr-point";
+
+const pct = (w) => `${Math.round(w * 100)}%`;
+const argmax = (row) => row.reduce((best, v, i) => (v > row[best] ? i : best), 0);
+
+/** The rows of one layer in the model's order (their place, not their name, says what they are). */
+function layerRows(side, layer) {
+  return S.rows.filter((row) => row.side === side && row.layer === layer);
+}
+
+/** A layer's attention rows in order (self first, then cross for a decoder layer), and the row
+    after the last attention that is no Add & Norm: the feed-forward network. */
+function blocksOf(side, layer) {
+  const rows = layerRows(side, layer);
+  const attention = rows.filter((row) => row.type === "attention");
+  const last = rows.indexOf(attention[attention.length - 1]);
+  return { rows, attention, norm: rows[rows.indexOf(attention[0]) + 1], ffn: rows[last + 2] };
+}
+
+const rowByKey = (key) => S.rows.find((row) => row.key === key);
+
+/** The frame of time step ``step`` at which ``row`` computes (−1 when it never does). */
+function frameOf(row, step) {
+  return row ? S.frames.findIndex((frame) => frame.t === step && rowState(row, frame).active) : -1;
+}
+
+/** The decoding step the decoder's chapters show: the third character, or the last there is. */
+const decStep = () => Math.max(1, Math.min(3, S.trace.steps.length));
+
+/** What each chapter shows: {row, step, zoom, ring (elements), point (element), params}. */
+const CHAPTERS = [
+  () => { // 1 tokens
+    const tokens = S.trace.source_tokens;
+    const row = rowByKey("enc-tokens");
+    return { row, step: 0, zoom: null, ring: [row.node], point: row.buttons && row.buttons[0],
+      params: { n: tokens.length, tokens: tokens.join(" · "), v: SIZES.vocab_en ?? "?" } };
+  },
+  () => { // 2 embedding + position
+    const row = rowByKey("enc-embedding");
+    const first = S.trace.embeddings.encoder.sum[0] || [];
+    return { row, step: 0, zoom: null, ring: [row.node], point: row.headButton,
+      params: { d: cfg.d_model, root: fixed(Math.sqrt(cfg.d_model), 1), token: S.trace.source_tokens[0],
+        values: first.slice(0, 3).map((v) => fixed(v, 2)).join(", ") } };
+  },
+  () => { // 3 self-attention
+    const { attention } = blocksOf("encoder", 0);
+    const weights = S.trace.encoder[0].self_attention_mean;
+    const q = Math.min(1, weights.length - 1);
+    const k = argmax(weights[q]);
+    return { row: attention[0], step: 0, zoom: "e-0", ring: [attention[0].node], point: attention[0].headButton,
+      params: { q: S.trace.source_tokens[q], k: S.trace.source_tokens[k], w: pct(weights[q][k]), n: weights.length } };
+  },
+  () => { // 4 multi-head
+    const { attention } = blocksOf("encoder", 0);
+    return { row: attention[0], step: 0, zoom: "e-0", ring: [attention[0].node], point: $("xr-head"),
+      params: { h: cfg.n_heads, k: cfg.d_model / cfg.n_heads, d: cfg.d_model } };
+  },
+  () => { // 5 Add & Norm
+    const { norm } = blocksOf("encoder", 0);
+    return { row: norm, step: 0, zoom: "e-0", ring: [norm.node], point: norm.headButton,
+      params: { d: cfg.d_model, m: fixed(norm.scale ?? 0, 2) } };
+  },
+  () => { // 6 feed-forward
+    const { ffn } = blocksOf("encoder", 0);
+    return { row: ffn, step: 0, zoom: "e-0", ring: [ffn.node], point: ffn.headButton,
+      params: { d: cfg.d_model, ff: cfg.d_ff, act: cfg.activation } };
+  },
+  () => { // 7 the encoder's memory
+    const rows = layerRows("encoder", cfg.n_encoder_layers - 1);
+    const last = rows[rows.length - 1];
+    const note = document.querySelector(".xr-memory-note");
+    return { row: last, step: 0, zoom: null, ring: [note, last.node], point: note,
+      params: { layers: cfg.n_encoder_layers, n: S.trace.source_tokens.length, d: cfg.d_model,
+        dec: cfg.n_decoder_layers } };
+  },
+  () => { // 8 masked self-attention
+    const step = decStep();
+    const { attention } = blocksOf("decoder", 0);
+    const seen = S.trace.decoder_input.slice(0, step);
+    return { row: attention[0], step, zoom: "d-0", ring: [attention[0].node], point: attention[0].headButton,
+      params: { t: step, cur: S.trace.decoder_input[step - 1], seen: seen.join(" · "), n: seen.length } };
+  },
+  () => { // 9 cross-attention
+    const step = decStep();
+    const { attention } = blocksOf("decoder", 0);
+    const cross = attention[1];
+    const weights = S.trace.decoder[0].cross_attention_mean[step - 1];
+    const k = argmax(weights);
+    return { row: cross, step, zoom: "d-0", ring: [cross.node], point: cross.headButton,
+      params: { t: step, cur: S.trace.decoder_input[step - 1], k: S.trace.source_tokens[k], w: pct(weights[k]) } };
+  },
+  () => { // 10 linear + softmax
+    const step = decStep();
+    const row = rowByKey("dec-output");
+    const top = S.trace.steps[step - 1].top;
+    return { row, step, zoom: null, ring: [row.node], point: row.headButton,
+      params: { v: SIZES.vocab_zh ?? "?", d: cfg.d_model, c1: top[0].token, p1: fixed(top[0].prob, 3),
+        c2: top[1] ? top[1].token : "–", p2: top[1] ? fixed(top[1].prob, 3) : "–",
+        chosen: S.trace.steps[step - 1].token } };
+  },
+  () => { // 11 decoding strategies
+    const row = rowByKey("dec-output");
+    const beam = S.alternative && S.alternative.strategy === "beam" ? S.alternative.translation : null;
+    const link = $("xr-beam-link");
+    return { row, step: S.trace.steps.length, zoom: null, ring: [$("xr-result"), $("xr-sampling")].filter(Boolean),
+      point: link || $("xr-decode-all"),
+      params: { greedy: S.trace.translation, beam: beam ?? S.trace.translation,
+        same: t(beam === null || beam === S.trace.translation ? "xray.ch.11.same" : "xray.ch.11.differ") } };
+  },
+  () => { // 12 the KV cache
+    const step = Math.max(1, S.trace.steps.length);
+    const { attention } = blocksOf("decoder", 0);
+    const kept = step - 1;
+    const link = $("xr-kv-link");
+    link.href = `/kv-cache?${ITT.carriedQuery()}`;
+    return { row: attention[0], step, zoom: "d-0", ring: [attention[0].node], point: link,
+      params: { t: step, kept, d: cfg.d_model, layers: cfg.n_decoder_layers,
+        saved: kept * 2 * cfg.d_model * cfg.n_decoder_layers } };
+  },
+];
+
+export const CHAPTER_COUNT = CHAPTERS.length;
+
+function clearMarks() {
+  document.querySelectorAll(`.${RINGED}`).forEach((node) => node.classList.remove(RINGED));
+  document.querySelectorAll(`.${POINTED}`).forEach((node) => node.classList.remove(POINTED));
+}
+
+function keepInURL(n) {
+  const query = ITT.params();
+  if (n) query.set("chapter", String(n)); else query.delete("chapter");
+  ITT.setURL(query, false);
+}
+
+/** Show chapter ``n`` (1-based) on the picture: move, ring, say, point. 0 closes the guide. */
+export function showChapter(n) {
+  clearMarks();
+  const card = $("xr-chapter");
+  shown = Number.isInteger(n) && n >= 1 && n <= CHAPTERS.length && S.trace ? n : 0;
+  keepInURL(shown);
+  for (const item of document.querySelectorAll("#xr-chapter-list button")) {
+    if (Number(item.dataset.chapter) === shown) item.setAttribute("aria-current", "step");
+    else item.removeAttribute("aria-current");
+  }
+  if (!shown) { card.hidden = true; return; }
+  const chapter = CHAPTERS[shown - 1]();
+  const frame = frameOf(chapter.row, chapter.step);
+  const ring = () => {
+    chapter.ring.filter(Boolean).forEach((node) => node.classList.add(RINGED));
+    if (chapter.point) chapter.point.classList.add(POINTED);
+  };
+  if (frame >= 0) goTo(frame);
+  if (chapter.zoom !== undefined) zoomTo(chapter.zoom, { then: ring });
+  ring();
+  $("xr-kv-link").hidden = shown !== CHAPTERS.length;
+  const point = chapter.point && chapter.point.getBoundingClientRect();
+  if (point && (point.bottom < 0 || point.top > window.innerHeight)) {
+    chapter.point.scrollIntoView({ block: "center" });
+  }
+  $("xr-chapter-count").textContent = t("xray.ch.of", { n: shown, total: CHAPTERS.length });
+  $("xr-chapter-title").textContent = t(`xray.ch.${shown}.title`);
+  $("xr-chapter-text").textContent = t(`xray.ch.${shown}.text`, chapter.params);
+  $("xr-chapter-point").textContent = t(`xray.ch.${shown}.point`, chapter.params);
+  $("xr-chapter-prev").disabled = shown === 1;
+  $("xr-chapter-next").textContent = shown === CHAPTERS.length ? t("xray.ch.done") : t("xray.ch.next");
+  card.hidden = false;
+  card.dataset.chapter = String(shown);
+}
+
+/** The chapter list in the toolbar, the card's buttons, and the URL's chapter once drawn;
+    ``go`` moves the player to a frame. */
+export function wireChapters(go) {
+  goTo = go;
+  const list = $("xr-chapter-list");
+  list.replaceChildren(...CHAPTERS.map((_, i) => {
+    const item = el("li");
+    const button = el("button", t(`xray.ch.${i + 1}.title`), "xr-chapter-item");
+    button.type = "button";
+    button.dataset.chapter = String(i + 1);
+    button.addEventListener("click", () => {
+      $("xr-chapters-menu").open = false;
+      showChapter(i + 1);
+    });
+    item.append(button);
+    return item;
+  }));
+  $("xr-chapter-prev").addEventListener("click", () => showChapter(shown - 1));
+  $("xr-chapter-next").addEventListener("click", () => showChapter(shown === CHAPTERS.length ? 0 : shown + 1));
+  $("xr-chapter-close").addEventListener("click", () => showChapter(0));
+}
+
+/** A new drawing: open the URL's chapter (or none). */
+export function chapterFromURL() {
+  const n = Number.parseInt(ITT.params().get("chapter") || "", 10);
+  if (Number.isInteger(n) && n >= 1 && n <= CHAPTERS.length) showChapter(n);
+  else { shown = 0; $("xr-chapter").hidden = true; }
+}
+
+/** The chapter on screen, for the tests and the player (0: none). */
+export const chapterShown = () => shown;
