@@ -71,12 +71,18 @@ def floor(translator: Translator, drafter: ct2.Drafter, src: torch.Tensor,
 def earlier_decoding(tree: Path) -> ModuleType:
     """``tree``'s model/decoding.py, stepping ``tree``'s model/lean.py (the rest is ours)."""
     modules = {}
-    for name in ("lean", "decoding"):
-        spec = importlib.util.spec_from_file_location(f"before_{name}", tree / "model" / f"{name}.py")
-        modules[name] = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = modules[name]
-        spec.loader.exec_module(modules[name])
-    modules["decoding"].LeanDecoder = modules["lean"].LeanDecoder
+    ours = sys.modules.get("model.lean")
+    try:
+        for name in ("lean", "decoding"):
+            spec = importlib.util.spec_from_file_location(f"before_{name}", tree / "model" / f"{name}.py")
+            modules[name] = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = modules[name]
+            if name == "lean":  # the earlier decoding imports its own lean step by this name
+                sys.modules["model.lean"] = modules[name]
+            spec.loader.exec_module(modules[name])
+    finally:
+        if ours is not None:
+            sys.modules["model.lean"] = ours
     return modules["decoding"]
 
 

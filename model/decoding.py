@@ -1,12 +1,11 @@
 """Autoregressive decoding: greedy, temperature / top-k / top-p sampling, and beam search.
 
 The encoder runs once; the decoder then produces one token per step. With ``use_cache=True``
-each layer keeps the keys and values of the positions already decoded (the KV cache), so a step
-feeds only the newest token; that step runs on ``model/lean.py``'s ``LeanDecoder`` (the same
-weights, nothing recorded). With ``use_cache=False`` every step re-runs the written-out decoder over
-the whole prefix; both give the same tokens, which the tests check. With parts of the model switched
-off (``ablation=``, ``model.transformer.Ablation``) every step runs on the written-out decoder with
-its own KV cache, which the lean step does not replicate.
+(the default) each layer keeps the keys and values of the positions already decoded (the KV
+cache), so a step feeds only the newest token; every strategy, forcing and ablation
+(``ablation=``, ``model.transformer.Ablation``) run on that one cached step, ``model/lean.py``'s
+``CachedDecoder`` (the same weights, nothing recorded). With ``use_cache=False`` every step re-runs
+the written-out decoder over the whole prefix; both give the same tokens, which the tests check.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from model.lean import LeanDecoder
+from model.lean import CachedDecoder
 from model.tokenizer import MAX_TARGET_TOKENS
 from model.transformer import (
     BOS_ID,
@@ -103,31 +102,22 @@ def filter_distribution(
     return probs
 
 
-class IncrementalDecoder:
-    """Feeds the decoder one token at a time, with or without a KV cache (and ``ablation``'s
-    parts switched off)."""
+class UncachedDecoder:
+    """Feeds the decoder its whole prefix at every step, without a KV cache: the written-out
+    model (``Transformer.decode``), with ``ablation``'s parts switched off."""
 
-    def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, use_cache: bool,
+    def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor,
                  ablation: Ablation | None = None):
         self.model = model
         self.src_ids = src_ids
         self.memory = memory
-        self.use_cache = use_cache
         self.ablation = ablation
-        self.cache = model.new_cache() if use_cache else None
         self.prefix = torch.full((src_ids.size(0), 0), BOS_ID, dtype=torch.long)
 
     def step(self, new_ids: Tensor) -> Tensor:
         """Append ``new_ids`` (B,) and return the logits for the next position (B, V)."""
-        offset = self.prefix.size(1)
         self.prefix = torch.cat([self.prefix, new_ids[:, None]], dim=1)
-        if self.use_cache:
-            logits = self.model.decode(
-                new_ids[:, None], self.memory, self.src_ids, cache=self.cache, offset=offset,
-                ablation=self.ablation,
-            )
-        else:
-            logits = self.model.decode(self.prefix, self.memory, self.src_ids, ablation=self.ablation)
+        logits = self.model.decode(self.prefix, self.memory, self.src_ids, ablation=self.ablation)
         return mask_special(logits[:, -1])
 
     def reorder(self, indices: Tensor) -> None:
@@ -135,31 +125,17 @@ class IncrementalDecoder:
         self.prefix = self.prefix[indices]
         self.memory = self.memory[indices]
         self.src_ids = self.src_ids[indices]
-        if self.cache is not None:
-            for layer in self.cache:
-                for part in layer.values():
-                    if "k" in part:
-                        part["k"], part["v"] = part["k"][indices], part["v"][indices]
 
 
 def step_decoder(
-    model: Transformer, src_ids: Tensor, memory: Tensor, use_cache: bool, max_len: int
-) -> LeanDecoder | IncrementalDecoder:
-    """The decoder that ``generate`` steps: lean and cached, or written out and re-run each step."""
-    if use_cache:
-        return LeanDecoder(model, src_ids, memory, capacity=max_len + 1)
-    return IncrementalDecoder(model, src_ids, memory, use_cache=False)
-
-
-def _decoder(
     model: Transformer, src_ids: Tensor, memory: Tensor, options: DecodingOptions,
-    ablation: Ablation | None,
-) -> LeanDecoder | IncrementalDecoder:
-    """``step_decoder``; with parts switched off, the written-out decoder with its own KV cache
-    (the lean step knows no ablation)."""
-    if ablation is not None:
-        return IncrementalDecoder(model, src_ids, memory, options.use_cache, ablation)
-    return step_decoder(model, src_ids, memory, options.use_cache, options.max_len)
+    ablation: Ablation | None = None,
+) -> CachedDecoder | UncachedDecoder:
+    """The decoder that ``generate`` steps: the cached step (``model/lean.py``), or the written-out
+    decoder re-run over the whole prefix each step (``use_cache=False``)."""
+    if options.use_cache:
+        return CachedDecoder(model, src_ids, memory, capacity=options.max_len + 1, ablation=ablation)
+    return UncachedDecoder(model, src_ids, memory, ablation)
 
 
 @torch.inference_mode()
@@ -181,7 +157,7 @@ def generate(
         memory = model.encode(src_ids, ablation=ablation)
     if options.strategy == "beam":
         return _beam_search(model, src_ids, memory, options, forced, ablation)
-    decoder = _decoder(model, src_ids, memory, options, ablation)
+    decoder = step_decoder(model, src_ids, memory, options, ablation)
     generator = None
     if options.strategy == "sample":
         generator = torch.Generator().manual_seed(options.seed if options.seed is not None else 0)
@@ -216,7 +192,7 @@ def _beam_search(
     ablation: Ablation | None = None,
 ) -> DecodeResult:
     beam = options.beam_size
-    decoder = _decoder(model, src_ids, memory, options, ablation)
+    decoder = step_decoder(model, src_ids, memory, options, ablation)
     nodes = [BeamNode(step=0, token_id=BOS_ID, parent=-1, score=0.0)]
     live = [0]  # node index of each live hypothesis, aligned with the decoder's batch rows
     live_scores = torch.zeros(1)
@@ -283,7 +259,7 @@ def greedy_batch(model: Transformer, src_ids: Tensor, max_len: int = 64) -> list
     """Greedy decoding of a padded batch with the KV cache (used for dev/test evaluation)."""
     model.eval()
     memory = model.encode(src_ids)
-    decoder = LeanDecoder(model, src_ids, memory, capacity=max_len + 1)
+    decoder = CachedDecoder(model, src_ids, memory, capacity=max_len + 1)
     batch = src_ids.size(0)
     outputs = torch.full((batch, 0), PAD_ID, dtype=torch.long)
     done = torch.zeros(batch, dtype=torch.bool)
@@ -328,7 +304,7 @@ def beam_batch(
     """
     model.eval()
     memory = model.encode(src_ids)  # (B, S, D)
-    decoder = LeanDecoder(model, src_ids, memory, capacity=max_len + 1)
+    decoder = CachedDecoder(model, src_ids, memory, capacity=max_len + 1)
     batch = src_ids.size(0)
     owner = list(range(batch))  # the sentence of each decoder row; a sentence's rows are adjacent
     prefixes: list[list[int]] = [[] for _ in range(batch)]  # tokens of each row's hypothesis

@@ -1,20 +1,24 @@
-"""The decode step without the lesson: the same model, the same arithmetic, nothing recorded.
+"""The cached decoder step: one new position per row, its keys and values kept in one KV cache.
 
 ``model/transformer.py`` writes attention out step by step (raw, scaled, masked scores, weights)
-and can record every intermediate, because the pages explain exactly that. Decoding does not
-need any of it: it needs the next token's logits, fast. ``LeanDecoder`` computes them from the
-same weights with fewer, larger operations:
+and can record every intermediate, because the pages explain exactly that; its ``decode`` runs the
+whole target prefix at once. Decoding one token at a time needs none of that, only the next
+token's logits, fast. ``CachedDecoder`` is the one decoder that does it, for every strategy
+(greedy, sampling, beam search, forcing, parts switched off, the /kv-cache race): the same weights,
+the same sublayers, computed with fewer, larger public PyTorch operations:
 
-- Q, K and V of the masked self-attention come from one fused projection;
-- keys and values are written into a KV cache allocated once for the whole translation (no
+- Q, K and V of the masked self-attention come from one fused product, every product is
+  ``addmm(bias, x, Wᵀ)`` on a transposed copy of the weights made once per model (the layout
+  a CPU streams fastest for the one to few rows a step has);
+- keys and values are written into one KV cache allocated once for the whole translation (no
   ``torch.cat`` per step), and the cross-attention's K and V are projected from the encoder
   output once;
 - attention is PyTorch's fused ``scaled_dot_product_attention`` (softmax(QKᵀ/√d_k)·V in one call).
 
-It has the interface of ``IncrementalDecoder`` (``step`` and ``reorder``), so greedy decoding,
-sampling, forcing and beam search run on it unchanged. The numbers the pages show still come from
-the written-out model (``Translator.trace`` replays the chosen tokens through it); the tests check
-that both paths choose the same tokens and give the same logits to 1e-5.
+Each layer's step runs through that layer's module call (``DecoderLayer(…, cached=step)``), so
+what hangs on the layer, such as the server's cancellation hook, runs at every step. The numbers
+the pages show still come from the written-out model (``Translator.trace`` replays the chosen
+tokens through it); the tests check that both give the same tokens and logits to 1e-5.
 """
 
 from __future__ import annotations
@@ -22,49 +26,28 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.transformer import NEVER_GENERATED, PAD_ID, Transformer, padding_mask
+from model.transformer import NEVER_GENERATED, PAD_ID, Ablation, LayerOff, Transformer, padding_mask
+
+# Shapes: B rows (hypotheses), H heads, K head dim, D d_model, C cache capacity, S source length
 
 
 class _Projection:
-    """One or several ``nn.Linear`` fused into one product, laid out for the few rows a step has.
-
-    One row (greedy, sampling): ``addmm(bias, x, Wᵀ)`` with Wᵀ contiguous streams the weights in
-    the order the CPU reads fastest. Several rows (beam search, the uncached race): oneDNN's
-    blocked weight layout (4 rows took about half the time of the plain layout in a cold-cache
-    measurement, where the plain layout took ~4× its one-row time). Either gives ``linear(x)`` to
-    float rounding.
-    """
+    """One or several ``nn.Linear`` fused into one product ``addmm(bias, x, Wᵀ)``, Wᵀ contiguous:
+    for one to a few rows it streams the weights in the order the CPU reads fastest (about half
+    the time of ``F.linear`` on this model's one-row products). Gives ``linear(x)`` to rounding."""
 
     def __init__(self, *linears: nn.Linear):
-        weight = torch.cat([linear.weight for linear in linears])
         self.bias = torch.cat([linear.bias for linear in linears])
-        self.transposed = weight.t().contiguous()
-        self.blocked = _blocked(weight)
+        self.transposed = torch.cat([linear.weight for linear in linears]).t().contiguous()
 
     def __call__(self, x: Tensor) -> Tensor:
-        if x.size(0) > 1 and self.blocked is not None:
-            return _LINEAR_POINTWISE(x, self.blocked, self.bias, "none", [], "")
         return torch.addmm(self.bias, x, self.transposed)
-
-
-# oneDNN's product on the blocked layout, its one overload named (no overload resolution per call)
-_LINEAR_POINTWISE = (torch.ops.mkldnn._linear_pointwise.default
-                     if torch.backends.mkldnn.is_available() else None)
-
-
-def _blocked(weight: Tensor) -> Tensor | None:
-    """``weight`` in oneDNN's layout for a few rows at a time, where this PyTorch build has it."""
-    if not torch.backends.mkldnn.is_available():
-        return None
-    try:
-        return torch.ops.mkldnn._reorder_linear_weight(weight, 4)
-    except (AttributeError, RuntimeError):
-        return None
 
 
 @dataclass
@@ -81,7 +64,7 @@ class _LayerWeights:
 
 
 class _Weights:
-    """The decoder's weights rearranged for steps of a few rows, built once per model and rebuilt
+    """The decoder's weights laid out for steps of a few rows, built once per model and rebuilt
     when a parameter changes (training updates them in place, which bumps their version counters)."""
 
     def __init__(self, model: Transformer):
@@ -100,13 +83,6 @@ class _Weights:
         self.never_generated = torch.tensor(NEVER_GENERATED)  # ids whose logit decoding sets to -inf
 
 
-def _enter(layer: nn.Module) -> None:
-    """Run ``layer``'s forward pre-hooks as if it were called. The lean step skips the module call,
-    not what hangs on it: the server's engine checks there whether the request was cancelled."""
-    for hook in layer._forward_pre_hooks.values():
-        hook(layer, ())
-
-
 def _versions(parameters: list[nn.Parameter]) -> list[int]:
     return [parameter._version for parameter in parameters]
 
@@ -123,19 +99,24 @@ def _weights(model: Transformer) -> _Weights:
 
 
 @dataclass
-class _Cache:
+class LayerCache:
     """One decoder layer's cache, as the /kv-cache page reads it."""
 
-    keys: Tensor  # (B, H, capacity, d_head): the self-attention KV cache, filled up to ``length``
+    keys: Tensor  # (B, H, C, K): the self-attention KV cache, filled up to ``length``
     values: Tensor
-    cross_keys: Tensor  # (B_src, H, S, d_head): projected once from the encoder output
+    cross_keys: Tensor  # (B_src, H, S, K): projected once from the encoder output
     cross_values: Tensor
 
 
-class LeanDecoder:
-    """Feeds the decoder one token at a time with a preallocated KV cache; records nothing."""
+class CachedDecoder:
+    """Feeds the decoder one token per row at a time with a preallocated KV cache; records nothing.
 
-    def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, capacity: int):
+    ``ablation`` switches the decoder's parts off at every step, as ``Transformer.decode`` does
+    (the encoder's part is in ``memory`` already).
+    """
+
+    def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, capacity: int,
+                 ablation: Ablation | None = None):
         config = model.config
         self.model = model
         self.weights = _weights(model)
@@ -143,10 +124,15 @@ class LeanDecoder:
         self.memory = memory
         self.capacity = capacity
         self.length = 0  # positions already in the cache
+        self.offs: list[LayerOff | None] = [
+            None if ablation is None else ablation.layer("decoder", index, config.n_heads)
+            for index in range(len(model.decoder_layers))
+        ]
+        self.positions = ablation is None or "decoder" not in ablation.positions
         # no padding in the source (one sentence, or beams of it): no mask to apply at all
         self.src_mask = None if bool((src_ids != PAD_ID).all()) else padding_mask(src_ids)
         # every layer's self-attention keys [:, 0] and values [:, 1] in one tensor, so that beam
-        # search reorders them all in one copy: (layers, 2, B, H, capacity, d_head)
+        # search reorders them all in one copy: (layers, 2, B, H, C, K)
         self.kv = self._buffer = memory.new_empty(
             (len(model.decoder_layers), 2, src_ids.size(0), self.heads, capacity, self.d_head)
         )
@@ -161,15 +147,17 @@ class LeanDecoder:
             for layer in model.decoder_layers
         ]
         self._expanded: dict[int, list[tuple[Tensor, Tensor]]] = {}  # self.cross for B rows
+        self._steps = [partial(self._layer_step, index) for index in range(len(self.cross))]
+        self._rows_cross = self.cross  # the cross K/V of the step in progress
 
     @property
-    def caches(self) -> list[_Cache]:
+    def caches(self) -> list[LayerCache]:
         """Every layer's cache (views, not copies)."""
-        return [_Cache(self.kv[index, 0], self.kv[index, 1], keys, values)
+        return [LayerCache(self.kv[index, 0], self.kv[index, 1], keys, values)
                 for index, (keys, values) in enumerate(self.cross)]
 
     def _heads(self, x: Tensor) -> Tensor:
-        """(B, L, D) → (B, H, L, d_head)."""
+        """(B, L, D) → (B, H, L, K)."""
         return x.view(x.size(0), x.size(1), self.heads, self.d_head).transpose(1, 2)
 
     def _cross_for(self, batch: int) -> list[tuple[Tensor, Tensor]]:
@@ -185,63 +173,87 @@ class LeanDecoder:
             ]
         return expanded
 
+    def _embed(self, ids: Tensor, start: int) -> Tensor:
+        """Scaled token vectors plus positions ``start``… for ids (B,) or (B, T)."""
+        embedding = self.model.tgt_embedding
+        y = F.embedding(ids, embedding.tokens.weight) * embedding.scale
+        if not self.positions:
+            return y
+        if ids.dim() == 1:
+            return y + embedding.positions[start]
+        return y + embedding.positions[start : start + ids.size(1)]
+
+    def _logits(self, y: Tensor) -> Tensor:
+        """The output projection, <pad> and <bos> masked in place (what ``mask_special`` gives)."""
+        return self.weights.output(y).index_fill_(-1, self.weights.never_generated, float("-inf"))
+
     def step(self, new_ids: Tensor) -> Tensor:
         """Append ``new_ids`` (B,) and return the logits for the next position (B, V)."""
-        position = self.length
-        if position >= self.capacity:
+        if self.length >= self.capacity:
             raise ValueError(f"the KV cache holds {self.capacity} positions")
-        embedding = self.model.tgt_embedding
-        y = (F.embedding(new_ids, embedding.tokens.weight) * embedding.scale
-             + embedding.positions[position])  # (B, D): one new position per row
+        y = self._embed(new_ids, self.length)  # (B, D): one new position per row
+        self._rows_cross = self._cross_for(y.size(0))
+        for layer, step, off in zip(self.model.decoder_layers, self._steps, self.offs, strict=True):
+            y = layer(y, None, None, None, off=off, cached=step)
+        self.length += 1
+        return self._logits(y)
+
+    def _layer_step(self, index: int, y: Tensor, off: LayerOff | None) -> Tensor:
+        """Decoder layer ``index`` for one new position per row (B, D), through the KV cache."""
+        weights, kv = self.weights.layers[index], self.kv[index]  # kv: (2, B, H, C, K)
+        cross_keys, cross_values = self._rows_cross[index]
         batch, heads, d_head, d_model = y.size(0), self.heads, self.d_head, self.d_model
-        end = position + 1
-        for weights, kv, (cross_keys, cross_values) in zip(
-            self.weights.layers, self.kv, self._cross_for(batch), strict=True
-        ):
-            _enter(weights.layer)
-            norm1, norm2, norm3 = weights.norms
-            qkv = weights.qkv(y).view(batch, 3, heads, d_head)
-            kv.select(3, position).copy_(qkv[:, 1:].transpose(0, 1))  # K and V: (2, B, H, d_head)
-            keys, values = kv.narrow(3, 0, end).unbind(0)
-            attended = F.scaled_dot_product_attention(qkv.select(1, 0).unsqueeze(2), keys, values)
-            y = _layer_norm(y + weights.out(attended.view(batch, d_model)), norm1)
-            crossed = F.scaled_dot_product_attention(
-                weights.cross_q(y).view(batch, heads, 1, d_head), cross_keys, cross_values,
-                attn_mask=self.src_mask,
-            ).view(batch, d_model)
-            y = _layer_norm(y + weights.cross_out(crossed), norm2)
-            y = _layer_norm(y + weights.ffn2(weights.activate(weights.ffn1(y))), norm3)
-        self.length = end
-        # the fresh logits masked in place: the values mask_special gives, without a copy
-        return self.weights.output(y).index_fill_(-1, self.weights.never_generated, float("-inf"))
+        position = self.length
+        norm1, norm2, norm3 = weights.norms
+        qkv = weights.qkv(y).view(batch, 3, heads, d_head)
+        kv.select(3, position).copy_(qkv[:, 1:].transpose(0, 1))  # K and V: (2, B, H, K)
+        keys, values = kv.narrow(3, 0, position + 1).unbind(0)
+        attended = F.scaled_dot_product_attention(qkv.select(1, 0).unsqueeze(2), keys, values)
+        attended = _heads_off(off, "self_attention", attended)  # (B, H, 1, K)
+        y = _layer_norm(y + _output(off, "self_attention", weights.out(attended.view(batch, d_model))),
+                        norm1)
+        crossed = F.scaled_dot_product_attention(
+            weights.cross_q(y).view(batch, heads, 1, d_head), cross_keys, cross_values,
+            attn_mask=self.src_mask,
+        )
+        crossed = _heads_off(off, "cross_attention", crossed).view(batch, d_model)
+        y = _layer_norm(y + _output(off, "cross_attention", weights.cross_out(crossed)), norm2)
+        ffn = weights.ffn2(weights.activate(weights.ffn1(y)))
+        return _layer_norm(y + _output(off, "ffn", ffn), norm3)
 
     def step_without_cache(self, prefix: Tensor) -> Tensor:
         """The next position's logits (B, V) for the whole ``prefix`` (B, T), recomputing every
         position's keys and values (the cross-attention's too) as a decoder without a KV cache
-        must: the same lean arithmetic as ``step``, so the /kv-cache race compares the cache alone.
+        must: the same arithmetic as ``step``, so the /kv-cache race compares the cache alone.
         """
-        embedding = self.model.tgt_embedding
-        length = prefix.size(1)
-        y = F.embedding(prefix, embedding.tokens.weight) * embedding.scale + embedding.positions[:length]
-        batch, rows = prefix.size(0), prefix.numel()
-        y = y.reshape(rows, self.d_model)  # every position of every row: one matrix
-        for weights in self.weights.layers:
-            _enter(weights.layer)
-            norm1, norm2, norm3 = weights.norms
-            cross = weights.layer.cross_attention
-            q, k, v = (weights.qkv(y).view(batch, length, 3, self.heads, self.d_head)
-                       .permute(2, 0, 3, 1, 4))
-            attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            y = norm1(y + weights.out(attended.transpose(1, 2).reshape(rows, self.d_model)))
-            crossed = F.scaled_dot_product_attention(
-                self._heads(weights.cross_q(y).view(batch, length, self.d_model)),
-                self._heads(cross.w_k(self.memory)), self._heads(cross.w_v(self.memory)),
-                attn_mask=self.src_mask,
-            )
-            y = norm2(y + weights.cross_out(crossed.transpose(1, 2).reshape(rows, self.d_model)))
-            y = norm3(y + weights.ffn2(weights.activate(weights.ffn1(y))))
-        last = y.view(batch, length, self.d_model)[:, -1]
-        return self.weights.output(last).index_fill_(-1, self.weights.never_generated, float("-inf"))
+        batch, length = prefix.shape
+        y = self._embed(prefix, 0).reshape(batch * length, self.d_model)  # every position: one matrix
+        for index, (layer, off) in enumerate(zip(self.model.decoder_layers, self.offs, strict=True)):
+            y = layer(y, None, None, None, off=off,
+                      cached=partial(self._layer_without_cache, index, batch, length))
+        return self._logits(y.view(batch, length, self.d_model)[:, -1])
+
+    def _layer_without_cache(self, index: int, batch: int, length: int, y: Tensor,
+                             off: LayerOff | None) -> Tensor:
+        """Decoder layer ``index`` over every position (B·T, D), keys and values recomputed."""
+        weights = self.weights.layers[index]
+        cross = weights.layer.cross_attention
+        norm1, norm2, norm3 = weights.norms
+        rows, d_model = y.size(0), self.d_model
+        q, k, v = (weights.qkv(y).view(batch, length, 3, self.heads, self.d_head)
+                   .permute(2, 0, 3, 1, 4))  # each (B, H, T, K)
+        attended = _heads_off(off, "self_attention",
+                              F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        y = norm1(y + _output(off, "self_attention",
+                              weights.out(attended.transpose(1, 2).reshape(rows, d_model))))
+        crossed = F.scaled_dot_product_attention(
+            self._heads(weights.cross_q(y).view(batch, length, d_model)),
+            self._heads(cross.w_k(self.memory)), self._heads(cross.w_v(self.memory)),
+            attn_mask=self.src_mask,
+        )
+        crossed = _heads_off(off, "cross_attention", crossed).transpose(1, 2).reshape(rows, d_model)
+        y = norm2(y + _output(off, "cross_attention", weights.cross_out(crossed)))
+        return norm3(y + _output(off, "ffn", weights.ffn2(weights.activate(weights.ffn1(y)))))
 
     def reorder(self, indices: Tensor) -> None:
         """Keep only the hypotheses at ``indices`` (beam search): rows may repeat or vanish.
@@ -264,6 +276,18 @@ class LeanDecoder:
             self._expanded.clear()
             if self.src_mask is not None:
                 self.src_mask = self.src_mask[indices]
+
+
+def _heads_off(off: LayerOff | None, sublayer: str, heads: Tensor) -> Tensor:
+    """``heads`` (B, H, T, K) with the heads ``off`` switches off replaced by their fill."""
+    if off is None or sublayer not in off.heads:
+        return heads
+    keep, fill = off.heads[sublayer]
+    return torch.where(keep, heads, fill)
+
+
+def _output(off: LayerOff | None, sublayer: str, output: Tensor) -> Tensor:
+    return output if off is None else off.output(sublayer, output)
 
 
 def _layer_norm(x: Tensor, norm: nn.LayerNorm) -> Tensor:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -202,32 +202,19 @@ class MultiHeadAttention(nn.Module):
     def forward(
         self,
         query: Tensor,
-        key_value: Tensor | None,
+        key_value: Tensor,
         mask: Tensor | None = None,
-        cache: dict | None = None,
-        static_kv: bool = False,
         record: dict | None = None,
         heads_off: tuple[Tensor, Tensor | float] | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Attend from ``query`` to ``key_value``.
 
-        ``cache`` makes decoding incremental. For self-attention (``static_kv=False``) the new
-        position's K and V are appended to the cached ones; for cross-attention
-        (``static_kv=True``) the encoder's K and V are projected once and reused.
         ``heads_off`` = (keep (B or 1, H, 1, 1), fill): where keep is False, a head's output is
         replaced by ``fill`` before W_O (an ablation; :class:`Ablation`).
         """
-        q = self.split_heads(self.w_q(query))
-        if cache is not None and static_kv and "k" in cache:
-            k, v = cache["k"], cache["v"]
-        else:
-            k = self.split_heads(self.w_k(key_value))
-            v = self.split_heads(self.w_v(key_value))
-            if cache is not None:
-                if not static_kv and "k" in cache:
-                    k = torch.cat([cache["k"], k], dim=2)
-                    v = torch.cat([cache["v"], v], dim=2)
-                cache["k"], cache["v"] = k, v
+        q = self.split_heads(self.w_q(query))  # (B, H, T, K)
+        k = self.split_heads(self.w_k(key_value))  # (B, H, S, K)
+        v = self.split_heads(self.w_v(key_value))
         heads, weights = scaled_dot_product_attention(q, k, v, mask, record, self.dropout)  # (B, H, T, K)
         if heads_off is not None:
             keep, fill = heads_off
@@ -318,28 +305,29 @@ class DecoderLayer(nn.Module):
     def forward(
         self,
         y: Tensor,
-        memory: Tensor,
+        memory: Tensor | None,
         tgt_mask: Tensor | None,
-        src_mask: Tensor,
-        cache: dict | None = None,
+        src_mask: Tensor | None,
         record: dict | None = None,
         off: LayerOff | None = None,
+        cached: Callable[[Tensor, LayerOff | None], Tensor] | None = None,
     ) -> Tensor:
+        """The layer as drawn. ``cached`` is the KV-cached step of ``model/lean.py`` for this layer:
+        it computes the same three sublayers for the new positions ``y`` from the keys and values it
+        keeps (``memory`` and the masks are then its own). Decoding runs it through this call so
+        that what hangs on the layer (the server's cancellation hook) runs at every step."""
+        if cached is not None:
+            return cached(y, off)
         r = _sub_records(
             record, "self_attention", "self_attention_add_norm", "cross_attention",
             "cross_attention_add_norm", "ffn", "ffn_add_norm",
         )
-        self_cache = cross_cache = None
-        if cache is not None:
-            self_cache = cache.setdefault("self", {})
-            cross_cache = cache.setdefault("cross", {})
         attended, _ = self.self_attention(
-            y, y, tgt_mask, cache=self_cache, record=r[0], heads_off=_heads_off(off, "self_attention")
+            y, y, tgt_mask, record=r[0], heads_off=_heads_off(off, "self_attention")
         )
         y = self.add_norm1(y, _output(off, "self_attention", attended), r[1])
         crossed, _ = self.cross_attention(
-            y, memory, src_mask, cache=cross_cache, static_kv=True, record=r[2],
-            heads_off=_heads_off(off, "cross_attention"),
+            y, memory, src_mask, record=r[2], heads_off=_heads_off(off, "cross_attention"),
         )
         y = self.add_norm2(y, _output(off, "cross_attention", crossed), r[3])
         return self.add_norm3(y, _output(off, "ffn", self.ffn(y, r[4])), r[5])
@@ -402,28 +390,21 @@ class Transformer(nn.Module):
         tgt_ids: Tensor,
         memory: Tensor,
         src_ids: Tensor,
-        cache: list[dict] | None = None,
-        offset: int = 0,
         record: dict | None = None,
         ablation: Ablation | None = None,
     ) -> Tensor:
-        """Decoder stack → logits. With ``cache`` only the new positions in ``tgt_ids`` are fed;
-        ``ablation`` switches parts off for this pass."""
+        """Decoder stack → logits for every position of ``tgt_ids`` (B, T, V); ``ablation``
+        switches parts off for this pass. (Decoding one position at a time with a KV cache is
+        ``model/lean.py``'s ``CachedDecoder``, which runs these layers' cached step.)"""
         src_mask = padding_mask(src_ids)
-        tgt_mask = None if cache is not None and tgt_ids.size(1) == 1 else decoder_self_mask(tgt_ids)
-        if cache is not None and tgt_ids.size(1) > 1 and offset > 0:
-            raise ValueError("feed one new position at a time once the cache holds positions")
+        tgt_mask = decoder_self_mask(tgt_ids)
         y = self.tgt_embedding(
-            tgt_ids, offset=offset, record=_layer_record(record, "embedding"),
+            tgt_ids, record=_layer_record(record, "embedding"),
             positions=ablation is None or "decoder" not in ablation.positions,
         )
         for index, layer in enumerate(self.decoder_layers):
-            layer_cache = cache[index] if cache is not None else None
             off = None if ablation is None else ablation.layer("decoder", index, self.config.n_heads)
-            y = layer(
-                y, memory, tgt_mask, src_mask, cache=layer_cache,
-                record=_layer_record(record, "layers", index), off=off,
-            )
+            y = layer(y, memory, tgt_mask, src_mask, record=_layer_record(record, "layers", index), off=off)
         logits = self.output(y)
         if record is not None:
             record["final"] = y
@@ -434,9 +415,6 @@ class Transformer(nn.Module):
         """Teacher forcing: logits for every target position at once."""
         memory = self.encode(src_ids, ablation=ablation)
         return self.decode(tgt_in, memory, src_ids, ablation=ablation)
-
-    def new_cache(self) -> list[dict]:
-        return [{} for _ in self.decoder_layers]
 
 
 def _layer_record(record: dict | None, key: str, index: int | None = None) -> dict | None:

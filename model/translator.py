@@ -38,7 +38,7 @@ from model.explain.trace import (
     _round,
     entropy_per_row,
 )
-from model.lean import LeanDecoder
+from model.lean import CachedDecoder
 from model.tokenizer import MAX_SOURCE_TOKENS, ChineseTokenizer, EnglishTokenizer
 from model.transformer import (
     BOS_ID,
@@ -462,7 +462,7 @@ class Translator:
         """Generate ``steps`` tokens greedily with and without the KV cache, timing every step.
 
         <eos> is suppressed so both runs do exactly ``steps`` steps however short the translation.
-        Both runs are the decoder translation uses (``LeanDecoder``): the cached run feeds one new
+        Both runs are the decoder translation uses (``CachedDecoder``): the cached run feeds one new
         position per step into its preallocated cache; the uncached run feeds the whole prefix
         each step, recomputing every key and value. Only the cache differs. ``cache`` is what
         the cached run's KV cache holds at the end, layer by layer (tensors, for the page to read).
@@ -471,7 +471,7 @@ class Translator:
         memory = self.model.encode(src)
         runs = {}
         for use_cache in (True, False):
-            decoder = LeanDecoder(self.model, src, memory, capacity=steps)
+            decoder = CachedDecoder(self.model, src, memory, capacity=steps)
             cross_keys = [cache.cross_keys for cache in decoder.caches]
             prefix = [BOS_ID]
             step_ms, positions = [], []

@@ -1,22 +1,25 @@
-"""The lean decode step (model/lean.py) against the written-out model it stands in for.
+"""The cached decode step (model/lean.py) against the written-out model it stands in for.
 
-Decoding runs on ``LeanDecoder``; the pages show the written-out model's numbers. These tests pin
-that the two agree: the same logits to 1e-5 at every step, the same tokens under every strategy on
-the shipped checkpoint, and a rebuilt weight layout once training changes a parameter.
+Decoding runs on ``CachedDecoder``; the pages show the written-out model's numbers. These tests pin
+that the two agree: the same logits to 1e-5 at every step (with parts switched off too), the same
+tokens under every strategy on the shipped checkpoint, and a rebuilt weight layout once training
+changes a parameter. And that the step uses PyTorch's public API only.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 
 from bench.common import sentences
 from model import decoding
-from model.decoding import DecodingOptions, IncrementalDecoder, generate, greedy_batch
-from model.lean import LeanDecoder
-from model.transformer import BOS_ID, PAD_ID, Transformer, TransformerConfig
+from model.decoding import DecodingOptions, UncachedDecoder, generate, greedy_batch
+from model.lean import CachedDecoder
+from model.transformer import BOS_ID, PAD_ID, Ablation, Transformer, TransformerConfig
 
 CONFIG = TransformerConfig(
     src_vocab_size=30, tgt_vocab_size=25, d_model=32, n_heads=4,
@@ -33,16 +36,9 @@ def model(request):
     return Transformer(replace(CONFIG, activation="swish", position_layout="halves")).eval()
 
 
-def written_out_generate(model, src, options):
-    """``generate`` as it ran before the lean step: the written-out decoder with its dict cache."""
-    original = decoding.step_decoder
-    decoding.step_decoder = lambda m, s, memory, use_cache, max_len: IncrementalDecoder(
-        m, s, memory, use_cache
-    )
-    try:
-        return generate(model, src, options)
-    finally:
-        decoding.step_decoder = original
+def written_out_generate(model, src, options, **kwargs):
+    """``generate`` on the written-out decoder, re-run over the whole prefix at every step."""
+    return generate(model, src, replace(options, use_cache=False), **kwargs)
 
 
 @pytest.mark.parametrize("source", [[5, 9, 12, 7, 2], [11, 4, 2], [6] * 9 + [2]])
@@ -50,8 +46,8 @@ def test_every_step_gives_the_written_out_logits(model, source):
     src = torch.tensor([source])
     with torch.inference_mode():
         memory = model.encode(src)
-        lean = LeanDecoder(model, src, memory, capacity=16)
-        written = IncrementalDecoder(model, src, memory, use_cache=True)
+        lean = CachedDecoder(model, src, memory, capacity=16)
+        written = UncachedDecoder(model, src, memory)
         token = torch.tensor([BOS_ID])
         for _ in range(16):
             expected = written.step(token)
@@ -66,8 +62,8 @@ def test_beam_reorder_keeps_each_rows_cache(model):
     src = torch.tensor([[5, 9, 12, 7, 2]])
     with torch.inference_mode():
         memory = model.encode(src)
-        lean = LeanDecoder(model, src, memory, capacity=8)
-        written = IncrementalDecoder(model, src, memory, use_cache=True)
+        lean = CachedDecoder(model, src, memory, capacity=8)
+        written = UncachedDecoder(model, src, memory)
         for decoder in (lean, written):
             decoder.step(torch.tensor([BOS_ID]))
             decoder.reorder(torch.tensor([0, 0, 0]))
@@ -90,12 +86,12 @@ def test_weights_follow_a_training_update(model):
     src = torch.tensor([[5, 9, 12, 7, 2]])
     with torch.inference_mode():
         memory = model.encode(src)
-        before = LeanDecoder(model, src, memory, capacity=4).step(torch.tensor([BOS_ID]))
+        before = CachedDecoder(model, src, memory, capacity=4).step(torch.tensor([BOS_ID]))
     with torch.no_grad():
         model.decoder_layers[0].ffn.linear1.weight.mul_(1.5)  # what an optimizer step does: in place
     with torch.inference_mode():
-        after = LeanDecoder(model, src, memory, capacity=4).step(torch.tensor([BOS_ID]))
-        expected = IncrementalDecoder(model, src, memory, use_cache=True).step(torch.tensor([BOS_ID]))
+        after = CachedDecoder(model, src, memory, capacity=4).step(torch.tensor([BOS_ID]))
+        expected = UncachedDecoder(model, src, memory).step(torch.tensor([BOS_ID]))
     assert not torch.allclose(before, after)
     torch.testing.assert_close(after, expected, atol=1e-5, rtol=0)
 
@@ -123,7 +119,7 @@ def test_step_without_cache_recomputes_the_same_logits(model):
     src = torch.tensor([[5, 9, 12, 7, 2]])
     with torch.inference_mode():
         memory = model.encode(src)
-        lean = LeanDecoder(model, src, memory, capacity=10)
+        lean = CachedDecoder(model, src, memory, capacity=10)
         prefix = [BOS_ID]
         for _ in range(10):
             cached = lean.step(torch.tensor([prefix[-1]]))
@@ -135,8 +131,8 @@ def test_step_without_cache_recomputes_the_same_logits(model):
 
 
 def test_every_step_passes_the_decoder_layers_hooks(model):
-    """The server cancels a request from a forward pre-hook on each layer; the lean step skips the
-    module call but must still pass there, once per layer per step, or decoding runs on unstoppable."""
+    """The server cancels a request from a forward pre-hook on each layer; the cached step runs
+    through each layer's module call, once per layer per step, or decoding would run on unstoppable."""
     calls = []
     handles = [layer.register_forward_pre_hook(lambda module, args: calls.append(module))
                for layer in model.decoder_layers]
@@ -144,7 +140,7 @@ def test_every_step_passes_the_decoder_layers_hooks(model):
     try:
         with torch.inference_mode():
             memory = model.encode(src)
-            lean = LeanDecoder(model, src, memory, capacity=6)
+            lean = CachedDecoder(model, src, memory, capacity=6)
             for steps in range(1, 4):
                 lean.step(torch.tensor([BOS_ID]))
                 assert calls == list(model.decoder_layers) * steps
@@ -161,3 +157,45 @@ def test_every_step_passes_the_decoder_layers_hooks(model):
     finally:
         for handle in handles:
             handle.remove()
+
+
+ABLATIONS = [
+    Ablation(heads=frozenset({("decoder", "self_attention", 0, 1), ("decoder", "cross_attention", 1, 3)})),
+    Ablation(sublayers=frozenset({("decoder", "ffn", 1), ("decoder", "cross_attention", 0)})),
+    Ablation(positions=frozenset({"decoder"})),
+    Ablation(heads=frozenset({("decoder", "cross_attention", 0, 2)}), mode="mean",
+             head_means={("decoder", "cross_attention", 0): torch.linspace(-1, 1, 32).view(4, 8)}),
+]
+
+
+@pytest.mark.parametrize("ablation", ABLATIONS, ids=["heads", "sublayers", "positions", "mean"])
+def test_parts_switched_off_give_the_written_out_logits(model, ablation):
+    """Ablation runs on the same cached step: heads, sublayers and positions off, at every step,
+    cached and uncached, as the written-out ``Transformer.decode`` computes them."""
+    src = torch.tensor([[5, 9, 12, 7, 2]])
+    with torch.inference_mode():
+        memory = model.encode(src, ablation=ablation)
+        lean = CachedDecoder(model, src, memory, capacity=10, ablation=ablation)
+        written = UncachedDecoder(model, src, memory, ablation)
+        prefix = [BOS_ID]
+        for _ in range(10):
+            expected = written.step(torch.tensor([prefix[-1]]))
+            torch.testing.assert_close(lean.step(torch.tensor([prefix[-1]])), expected, atol=1e-5, rtol=0)
+            torch.testing.assert_close(lean.step_without_cache(torch.tensor([prefix])), expected,
+                                       atol=1e-5, rtol=0)
+            prefix.append(int(expected.argmax()))
+    for options in (DecodingOptions(max_len=10), DecodingOptions(strategy="beam", max_len=10)):
+        assert (generate(model, src, options, ablation=ablation).tokens
+                == written_out_generate(model, src, options, ablation=ablation).tokens)
+
+
+def test_no_private_pytorch_api():
+    """The model and the app use PyTorch's public API only (no ``torch.ops``, ``torch._C`` or a
+    module's private hook tables)."""
+    root = Path(__file__).resolve().parents[2]
+    private = re.compile(r"torch\.ops\.|_forward_pre_hooks|torch\._C")
+    found = [f"{path.relative_to(root)}:{number}"
+             for folder in ("model", "app") for path in sorted((root / folder).rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if private.search(line)]
+    assert found == []

@@ -60,7 +60,7 @@ STRATEGIES = [
 def test_trace_rows_equal_the_step_by_step_decoder(tiny_translator, options):
     """For every strategy, the trace records the tokens decoding chose (an independent call to
     ``generate`` with the same options), and its probabilities and decoder attention equal what
-    the KV-cached decoder computed at each step of that output."""
+    the written-out decoder computes at each position, fed the prefix up to it."""
     trace = tiny_translator.trace(TEXT, options)
     model = tiny_translator.model
     src = torch.tensor([trace.source_ids])
@@ -76,20 +76,18 @@ def test_trace_rows_equal_the_step_by_step_decoder(tiny_translator, options):
             assert step.token not in allowed or allowed[step.token] > 0
     with torch.inference_mode():
         memory = model.encode(src)
-        cache = model.new_cache()
         ids = [BOS_ID, *trace.target_ids]
         for t in range(len(trace.decoder_input)):
-            record = {}
-            logits = model.decode(torch.tensor([[ids[t]]]), memory, src, cache=cache, offset=t,
-                                  record=record)
+            record = {}  # position t of the written-out decoder, fed the prefix up to t
+            logits = model.decode(torch.tensor([ids[: t + 1]]), memory, src, record=record)
             probs = torch.softmax(mask_special(logits[0, -1]), -1)
             assert abs(float(probs[trace.steps[t].id]) - trace.steps[t].prob) < 1e-5
             for layer, recorded in enumerate(record["layers"]):
-                row = recorded["self_attention"]["weights"][0, :, 0].tolist()
+                row = recorded["self_attention"]["weights"][0, :, t].tolist()
                 for head in range(len(row)):
                     expected = trace.decoder[layer]["self_attention"][head][t][: t + 1]
                     assert row[head] == pytest.approx(expected, abs=1e-4)
-                cross = recorded["cross_attention"]["weights"][0, :, 0].tolist()
+                cross = recorded["cross_attention"]["weights"][0, :, t].tolist()
                 for head in range(len(cross)):
                     expected = trace.decoder[layer]["cross_attention"][head][t]
                     assert cross[head] == pytest.approx(expected, abs=1e-4)
