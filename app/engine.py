@@ -29,7 +29,9 @@ A class pressing "Translate" at once must not take the server down, so :meth:`En
 - **splits the time** a request spent waiting for the model thread from the time it computed
   (the ticket adds both up; ``Server-Timing: queue;dur=…, model;dur=…``).
 
-The cache is bounded by bytes (an estimate of each trace's size) as well as by count.
+The rooms it uses: ``app/tickets.py`` (the ticket, cancellation, the layer hook),
+``app/costs.py`` (what each kind of call costs, learnt) and ``app/trace_cache.py`` (the traces
+kept, bounded by bytes as well as by count).
 """
 
 from __future__ import annotations
@@ -39,139 +41,39 @@ import logging
 import math
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, replace
 from typing import TypeVar
-from weakref import WeakSet
 
+from app.costs import Costs, Estimate, kind
 from app.schemas import TranslateRequest
+from app.tickets import (
+    CURRENT_TICKET,
+    REQUEST_OVER,
+    Busy,
+    Cancelled,
+    Ticket,
+    cancellable,
+    running,
+)
+from app.trace_cache import TraceCache, trace_bytes
 from model.decoding import DecodingOptions
 from model.explain.trace import Trace
 from model.translator import Translator
 
+__all__ = ["CURRENT_TICKET", "REQUEST_OVER", "Busy", "Cancelled", "Engine", "Estimate", "Ticket",
+           "cancellable", "options", "trace_bytes"]  # the engine's names, wherever they live
 Result = TypeVar("Result")
 log = logging.getLogger("app")
 
-# A call of a function never measured on this server is assumed to take this long, unless the
-# function says how long it can take (a ``prior_s`` attribute: the KV-cache race stops itself
-# after a budget); and a route seen asking more after its first call is assumed to ask this much
-# until one of its requests has finished.
-PRIOR_S = 1.0
 # Of each request's time limit, what the plan keeps free: the route's own work before and after
 # the model (figures, JSON) and estimates that run long.
 SLACK = 0.1
 # Warm-up at start-up: the model's first calls are slow (allocations, kernels being chosen), and
 # admission needs a first measurement of a trace before the first visitor arrives.
 WARM_UP_TEXT = "The teacher reads a book in the kitchen every morning."
-
-
-class Busy(RuntimeError):
-    """The model thread has more work than it can finish in time: come back in ``retry_after`` s."""
-
-    def __init__(self, retry_after: int):
-        super().__init__(f"the model is busy with other requests; try again in {retry_after} s")
-        self.retry_after = retry_after
-
-
-class Cancelled(RuntimeError):
-    """The request's deadline passed or its client went away: its model call was stopped."""
-
-
-class Ticket:
-    """One request's claim on the model thread: its deadline, whether it was cancelled, and the
-    milliseconds it spent queued and computing (summed over every engine call it made).
-    ``route`` names the kind of request (its path) for the fair shares."""
-
-    def __init__(self, timeout_s: float | None = None, route: str | None = None):
-        self.timeout_s = timeout_s
-        self.route = route
-        self.deadline = time.monotonic() + timeout_s if timeout_s else None
-        self.queue_ms = 0.0
-        self.model_ms = 0.0
-        self.reason: str | None = None
-        self._lock = threading.Lock()
-        self._on_cancel: list[Callable[[], object]] = []
-
-    def remaining(self) -> float | None:
-        """Seconds until the deadline (None: no deadline)."""
-        return None if self.deadline is None else self.deadline - time.monotonic()
-
-    @property
-    def cancelled(self) -> bool:
-        return self.reason is not None or (self.deadline is not None
-                                           and time.monotonic() >= self.deadline)
-
-    def cancel(self, reason: str) -> None:
-        with self._lock:
-            if self.reason is None:
-                self.reason = reason
-            callbacks, self._on_cancel = self._on_cancel, []
-        for callback in callbacks:
-            callback()
-
-    def on_cancel(self, callback: Callable[[], object]) -> None:
-        with self._lock:
-            if self.reason is None:
-                self._on_cancel.append(callback)
-                return
-        callback()
-
-    def check(self) -> None:
-        """Raise :class:`Cancelled` if this request should stop computing."""
-        if self.cancelled:
-            raise Cancelled(self.reason or self.too_long())
-
-    def too_long(self) -> str:
-        return (f"the model took longer than {self.timeout_s:g} s; "
-                "try a shorter sentence, a smaller beam or a smaller max_len")
-
-
-# The request being served: set by the RequestTimeout middleware, copied into the threadpool thread
-# that runs a sync route. Direct callers (tests, scripts) have none: no deadline, never cancelled.
-CURRENT_TICKET: ContextVar[Ticket | None] = ContextVar("itt_ticket", default=None)
-REQUEST_OVER = "the request is over"  # the reason RequestTimeout closes a finished request with
-
-_running = threading.local()  # on the model thread: the engine and ticket of the call in progress
-_hooked: WeakSet = WeakSet()  # models whose layers already check the running ticket
-
-
-def _checkpoint(module, args) -> None:
-    """Forward pre-hook on every encoder/decoder layer: stop if cancelled, else count the layer."""
-    job = getattr(_running, "job", None)
-    if job is not None:
-        engine, ticket = job
-        ticket.check()
-        engine.layer_calls += 1
-
-
-def cancellable(model) -> None:
-    """Make ``model``'s encoder and decoder layers check the running request's ticket, so a call
-    on the model thread stops at its next layer once its request is cancelled (the served model
-    gets this from its engine; another one, e.g. a training snapshot, when it is loaded)."""
-    if model not in _hooked:
-        for layer in (*model.encoder_layers, *model.decoder_layers):
-            layer.register_forward_pre_hook(_checkpoint)
-        _hooked.add(model)
-
-
-class Estimate:
-    """Seconds one kind of work takes: a moving mean and mean deviation, as TCP estimates a round
-    trip. The plan counts ``bound`` (mean + 2 deviations), Retry-After the mean."""
-
-    def __init__(self, seconds: float):
-        self.mean, self.dev = seconds, seconds / 2  # one measurement says little: a wide bound
-
-    def add(self, seconds: float) -> None:
-        self.dev = 0.75 * self.dev + 0.25 * abs(seconds - self.mean)
-        self.mean = 0.75 * self.mean + 0.25 * seconds
-
-    @property
-    def bound(self) -> float:
-        return self.mean + 2 * self.dev
 
 
 @dataclass(eq=False)
@@ -219,26 +121,20 @@ class Engine:
     def __init__(self, translator: Translator, cache_size: int = 64, cache_mb: float = 256,
                  max_queue: int = 16):
         self.translator = translator
-        self.size = cache_size
-        self.max_bytes = int(cache_mb * 1024 * 1024)
+        self.cache = TraceCache(cache_size, int(cache_mb * 1024 * 1024))
+        self.costs = Costs()
         self.max_queue = max_queue
         self.model_calls = 0  # how many traces the model really computed (tests read this)
         self.layer_calls = 0  # encoder/decoder layers run on the model thread (tests read this)
-        self.cache_bytes = 0
         self.pending = 0  # calls submitted and not finished: running + queued
         self.shed = 0  # requests refused with Busy (at once, or when they could no longer fit)
-        self._calls: dict[tuple, Estimate] = {}  # seconds of one call, per kind
-        self._follow: dict[str, Estimate] = {}  # seconds a route's request asks after its first call
-        self._priors: dict[str, float] = {}  # what a function says it can take, before measured
-        self._follow_guessed: set[str] = set()  # routes whose follow-up is still the prior
+        self._follow = self.costs.follow  # (tests read what a route was learnt to ask)
         self._claims: dict[Ticket, _Claim] = {}  # admitted requests not finished
         self._queue: list[_Job] = []
         self._service: dict[str, float] = {}  # model seconds per route with requests admitted
         self._order = itertools.count()
-        self._traces: OrderedDict[tuple, tuple[Trace, int]] = OrderedDict()
         self._lock = threading.RLock()
         self._wake = threading.Condition(self._lock)
-        self._key_locks: dict[tuple, threading.Lock] = {}
         # Every model run happens on this one thread, one at a time: on a small CPU, parallel runs
         # only fight over the cores and the GIL (measured in bench/: throughput went up, not down).
         self._thread: threading.Thread | None = None
@@ -256,7 +152,7 @@ class Engine:
         own = ticket is None  # a direct caller: this call is the whole request
         ticket = ticket or Ticket()
         ticket.check()
-        job = self._submit(ticket, _kind(call, args), call, args, kwargs)
+        job = self._submit(ticket, kind(call, args), call, args, kwargs)
         ticket.on_cancel(job.future.cancel)  # a queued call is dropped; a running one stops itself
         try:
             result = self._wait(job)
@@ -312,21 +208,21 @@ class Engine:
             decoding = DecodingOptions(strategy=strategy, max_len=128)
             self.run(self.translator.trace, WARM_UP_TEXT, decoding, None)
             with self._lock:  # the cold call measured the first-call cost, not the call
-                self._calls.pop(_kind(self.translator.trace, (WARM_UP_TEXT, decoding, None)))
+                self.costs.calls.pop(kind(self.translator.trace, (WARM_UP_TEXT, decoding, None)))
             self.run(self.translator.trace, WARM_UP_TEXT, decoding, None)
 
-    def _submit(self, ticket: Ticket, kind: tuple, call: Callable, args: tuple,
+    def _submit(self, ticket: Ticket, cost: tuple, call: Callable, args: tuple,
                 kwargs: dict) -> _Job:
         """Queue the call, admitting its request first if this is its first call."""
         with self._lock:
             now = time.monotonic()
             if hasattr(call, "prior_s"):
-                self._priors[kind[0]] = float(call.prior_s)
+                self.costs.priors[cost[0]] = float(call.prior_s)
             claim = self._claims.get(ticket)
             if claim is None:
                 route = ticket.route or getattr(call, "__qualname__", type(call).__name__)
-                claim = _Claim(ticket, route, kind, next(self._order))
-                job = _Job(claim, kind, call, args, kwargs, submitted=time.perf_counter())
+                claim = _Claim(ticket, route, cost, next(self._order))
+                job = _Job(claim, cost, call, args, kwargs, submitted=time.perf_counter())
                 claim.jobs.append(job)
                 self._drop_expired(now)
                 self._shed_late(now)
@@ -341,15 +237,13 @@ class Engine:
                 self._service.setdefault(route, min(self._service.values(), default=0.0))
                 ticket.on_cancel(lambda: self._close(ticket))
             else:
-                job = _Job(claim, kind, call, args, kwargs, submitted=time.perf_counter())
+                job = _Job(claim, cost, call, args, kwargs, submitted=time.perf_counter())
                 claim.jobs.append(job)
             self._queue.append(job)
             self.pending += 1
             job.future.add_done_callback(lambda _: self._done(job))
             if claim.started:  # work its plan may not have counted: refuse who can no longer fit
-                if claim.route not in self._follow:  # a route that asks more: assume the prior
-                    self._follow[claim.route] = _prior(PRIOR_S)
-                    self._follow_guessed.add(claim.route)
+                self.costs.guess_follow(claim.route)  # a route that asks more: the prior first
                 self._shed_late(now)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name="model", daemon=True)
@@ -374,13 +268,7 @@ class Engine:
             if learn is None:
                 learn = ticket.reason == REQUEST_OVER
             if learn and not claim.failed and claim.first_s is not None and claim.running is None:
-                follow = max(0.0, claim.spent - claim.first_s)
-                known = self._follow.get(claim.route)
-                if known is None or claim.route in self._follow_guessed:
-                    self._follow[claim.route] = Estimate(follow)
-                    self._follow_guessed.discard(claim.route)
-                else:
-                    known.add(follow)
+                self.costs.learn_follow(claim.route, max(0.0, claim.spent - claim.first_s))
             if not any(c.route == claim.route for c in self._claims.values()):
                 self._service.pop(claim.route, None)
 
@@ -392,49 +280,18 @@ class Engine:
 
     # -- the plan: estimates, order, who fits ----------------------------------------------------
 
-    def _estimate(self, kind: tuple) -> Estimate:
-        """What one call of ``kind`` is expected to take: measured; else guessed from the same
-        function's measured kinds whose arguments differ least from these (a greedy trace of
-        max_len 64 from one of max_len 128 rather than from a beam search): the nearest one at
-        least as long as is, or the longest shorter one scaled up to this text's size; else
-        :data:`PRIOR_S`."""
-        known = self._calls.get(kind)
-        if known is not None:
-            return known
-        same = [(k, e) for k, e in self._calls.items() if k[0] == kind[0]]
-        if not same:
-            return _prior(self._priors.get(kind[0], PRIOR_S))
-        def differences(k: tuple) -> int:
-            if len(k) != len(kind):
-                return len(kind)
-            return sum(a != b for a, b in zip(k[:-1], kind[:-1], strict=True))
-
-        closest = min(differences(k) for k, _ in same)
-        pool = [(k, e) for k, e in same if differences(k) == closest]
-        size = kind[-1]
-        longer = [(k, e) for k, e in pool if k[-1] >= size]
-        if longer:
-            nearest = min(k[-1] for k, _ in longer)
-            return max((e for k, e in longer if k[-1] == nearest), key=lambda e: e.bound)
-        nearest = max(k[-1] for k, _ in pool)
-        e = max((e for k, e in pool if k[-1] == nearest), key=lambda e: e.bound)
-        scale = size / nearest if nearest else 1.0
-        guess = Estimate(e.mean * scale)
-        guess.dev = e.dev * scale
-        return guess
-
     def _need(self, claim: _Claim, now: float) -> tuple[float, float]:
         """The model seconds the claim still needs: expected (mean) and its deviation."""
-        first = self._estimate(claim.first_kind)
-        follow = self._follow.get(claim.route)
+        first = self.costs.estimate(claim.first_kind)
+        follow = self.costs.follow.get(claim.route)
         planned = first.mean + (follow.mean if follow else 0.0)
         dev = math.hypot(first.dev, follow.dev if follow else 0.0)
         used = claim.spent
-        left_now = sum(self._estimate(job.kind).mean for job in claim.jobs)
+        left_now = sum(self.costs.estimate(job.kind).mean for job in claim.jobs)
         if claim.running is not None:
             elapsed = now - claim.running.started_mono
             used += elapsed
-            left_now += max(0.0, self._estimate(claim.running.kind).mean - elapsed)
+            left_now += max(0.0, self.costs.estimate(claim.running.kind).mean - elapsed)
         return max(planned - used, left_now), dev
 
     def _plan(self, now: float, extra: _Claim | None = None,
@@ -484,8 +341,8 @@ class Engine:
         when it cannot fit without taking more than its route's share."""
         if not self._claims:  # nothing ahead: only a call measured too slow for its time is refused
             remaining = claim.deadline - now - claim.slack()
-            return [] if claim.first_kind not in self._calls or (
-                self._calls[claim.first_kind].mean <= remaining) else None
+            known = self.costs.calls.get(claim.first_kind)
+            return [] if known is None or known.mean <= remaining else None
         victims: list[_Claim] = []
         while (len(self._claims) - len(victims) >= self.max_queue
                or self._misses(now, claim, victims)):
@@ -575,16 +432,15 @@ class Engine:
             ticket.check()
             remaining = ticket.remaining()
             with self._lock:
-                expected = self._estimate(job.kind).mean
+                expected = self.costs.estimate(job.kind).mean
             if remaining is not None and remaining < expected:
                 # it would be stopped at the deadline anyway: leave the time to calls that finish
                 raise Cancelled(ticket.too_long())
-            _running.job = (self, ticket)
-            result = job.call(*job.args, **job.kwargs)
+            with running(self, ticket):
+                result = job.call(*job.args, **job.kwargs)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting request
             error = exc
         finally:
-            _running.job = None
             job.ended = time.perf_counter()
         seconds = job.ended - job.started
         try:
@@ -607,11 +463,7 @@ class Engine:
             if claim.route in self._service:
                 self._service[claim.route] += seconds
             if finished:
-                known = self._calls.get(job.kind)
-                if known is None:
-                    self._calls[job.kind] = Estimate(seconds)
-                else:
-                    known.add(seconds)
+                self.costs.learn(job.kind, seconds)
             else:
                 claim.failed = True
             self._shed_late(time.monotonic())
@@ -623,29 +475,28 @@ class Engine:
         The trace echoes ``request``'s own options, even when another spelling filled the cache."""
         key = request.cache_key()
         echo = asdict(options(request))
-        cached = self._cached(key)
+        cached = self.cache.get(key)
         if cached is not None:
             return _with_options(cached, echo), 0.0
         ticket = CURRENT_TICKET.get()
-        key_lock = self._key_lock(key)
+        key_lock = self.cache.key_lock(key)
         # Identical requests arriving together wait for one model run instead of starting several.
         remaining = ticket.remaining() if ticket else None
         if not key_lock.acquire(timeout=-1 if remaining is None else max(0.0, remaining)):
             raise Cancelled(ticket.too_long())
         try:
-            cached = self._cached(key)
+            cached = self.cache.get(key)
             if cached is not None:
                 return _with_options(cached, echo), 0.0
             trace, elapsed = self.run(
                 self.translator.trace,
                 request.text, options(request), getattr(request, "forced_prefix", None) or None,
             )
-            self._store(key, trace)
+            with self._lock:
+                self.model_calls += 1
+            self.cache.store(key, trace)
         finally:
-            key_lock.release()
-            with self._lock:  # a request the model refuses must not leave its lock behind either
-                if self._key_locks.get(key) is key_lock and not key_lock.locked():
-                    del self._key_locks[key]
+            self.cache.release(key, key_lock)
         return _with_options(trace, echo), elapsed
 
     def derived(self, request: TranslateRequest, trace: Trace, name: Hashable,
@@ -655,82 +506,19 @@ class Engine:
         attributions…): ``call(*args)`` once per trace and ``name``, kept with the trace in the
         trace cache — one cache, bounded as one — and the milliseconds it computed (0 when it was
         kept). ``on_model_thread`` runs the call there (anything that runs the model must)."""
-        with self._lock:
-            if name in trace.derived:
-                return trace.derived[name], 0.0
+        found, value = self.cache.derived(trace, name)
+        if found:
+            return value, 0.0
         if on_model_thread:
             value, elapsed = self.run(call, *args)
         else:
             value, elapsed = call(*args), 0.0
-        size = _approx_bytes(value)
-        key = request.cache_key()
-        with self._lock:
-            trace.derived[name] = value
-            entry = self._traces.get(key)
-            if entry is not None and entry[0].derived is trace.derived:  # still cached: count it
-                self._traces[key] = (entry[0], entry[1] + size)
-                self.cache_bytes += size
-                while self.cache_bytes > self.max_bytes and len(self._traces) > 1:
-                    _, (_, evicted) = self._traces.popitem(last=False)
-                    self.cache_bytes -= evicted
+        self.cache.keep_derived(request.cache_key(), trace, name, value)
         return value, elapsed
 
     def cached(self, request: TranslateRequest) -> Trace | None:
         """The trace already kept for ``request``, without running anything (None if none)."""
-        return self._cached(request.cache_key())
-
-    def _key_lock(self, key: tuple) -> threading.Lock:
-        with self._lock:
-            return self._key_locks.setdefault(key, threading.Lock())
-
-    def _cached(self, key: tuple) -> Trace | None:
-        with self._lock:
-            if key not in self._traces:
-                return None
-            self._traces.move_to_end(key)
-            return self._traces[key][0]
-
-    def _store(self, key: tuple, trace: Trace) -> None:
-        size = trace_bytes(trace)
-        with self._lock:
-            self.model_calls += 1
-            if size > self.max_bytes:
-                return  # larger than the whole cache: served, not kept
-            if key in self._traces:
-                self.cache_bytes -= self._traces.pop(key)[1]
-            self._traces[key] = (trace, size)
-            self.cache_bytes += size
-            while len(self._traces) > self.size or self.cache_bytes > self.max_bytes:
-                _, (_, evicted) = self._traces.popitem(last=False)
-                self.cache_bytes -= evicted
-
-
-def _prior(seconds: float) -> Estimate:
-    """A guess before any measurement: the guess is its own bound."""
-    prior = Estimate(seconds)
-    prior.dev = 0.0
-    return prior
-
-
-def _kind(call: Callable, args: tuple) -> tuple:
-    """What a call costs depends on: the function, its integer arguments (KV-cache steps, steps
-    of integrated gradients), the decoding options (strategy, beam size, max_len) and, last, how
-    long its text is (characters, or a trace's source and target tokens; rounded up to a power of
-    two)."""
-    kind: list = [getattr(call, "__qualname__", type(call).__name__)]
-    size = 0
-    for arg in args:
-        if isinstance(arg, bool):
-            continue
-        if isinstance(arg, int):
-            kind.append(arg)
-        elif isinstance(arg, DecodingOptions):
-            kind += [arg.strategy, arg.beam_size if arg.strategy == "beam" else 1, arg.max_len]
-        elif isinstance(arg, str):
-            size += len(arg)
-        elif isinstance(arg, Trace):
-            size += len(arg.source_tokens) + len(arg.steps)
-    return (*kind, 1 << max(0, size - 1).bit_length() if size else 0)
+        return self.cache.get(request.cache_key())
 
 
 def options(request: TranslateRequest) -> DecodingOptions:
@@ -748,35 +536,3 @@ def options(request: TranslateRequest) -> DecodingOptions:
 def _with_options(trace: Trace, echo: dict) -> Trace:
     """The cached trace as this request sees it: the same data, its own options (a shallow copy)."""
     return trace if trace.options == echo else replace(trace, options=echo)
-
-
-# CPython sizes: a float 24 bytes + 8 for its slot in a list; an int or short string about as much.
-_ITEM_BYTES = 32
-_CONTAINER_BYTES = 64
-
-
-def trace_bytes(trace: Trace) -> int:
-    """An estimate of the memory one trace holds (nested lists of floats, and the tensors of its
-    recorded pass), without walking every number. The lists a page builds from the recorded pass
-    on first read (``Trace.lists``) count from the start, as if built: they stay with the trace."""
-    held = sum(_approx_bytes(value) for name, value in vars(trace).items() if name != "lists")
-    return held + _ITEM_BYTES * trace.list_items()
-
-
-def _approx_bytes(value) -> int:
-    if isinstance(value, bytes | str):
-        return _CONTAINER_BYTES + len(value)
-    if hasattr(value, "element_size") and hasattr(value, "nelement"):  # a tensor
-        return value.element_size() * value.nelement() + _CONTAINER_BYTES
-    if isinstance(value, dict):
-        return _CONTAINER_BYTES + sum(_approx_bytes(v) + _ITEM_BYTES for v in value.values())
-    if isinstance(value, list | tuple):
-        if not value:
-            return _CONTAINER_BYTES
-        first = value[0]
-        if isinstance(first, int | float | bool | None | str):  # a row of numbers: count, don't walk
-            return _CONTAINER_BYTES + len(value) * _ITEM_BYTES
-        return _CONTAINER_BYTES + sum(_approx_bytes(v) for v in value)
-    if hasattr(value, "__dict__"):  # Step, Candidate, BeamNodeInfo
-        return _CONTAINER_BYTES + sum(_approx_bytes(v) + _ITEM_BYTES for v in vars(value).values())
-    return _ITEM_BYTES

@@ -43,9 +43,9 @@ from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.engine import CURRENT_TICKET, REQUEST_OVER, Busy, Cancelled, Ticket
 from app.security import HEADERS
 from app.settings import Settings
+from app.tickets import CURRENT_TICKET, REQUEST_OVER, Busy, Cancelled, Ticket
 from model.translator import InputError
 
 log = logging.getLogger("app")
@@ -325,7 +325,7 @@ class ServerErrors:
 
 
 class RequestTimeout:
-    """Give each request a :class:`~app.engine.Ticket` with its deadline, cancel it when the client
+    """Give each request a :class:`~app.tickets.Ticket` with its deadline, cancel it when the client
     disconnects, and answer 503 when no response has started after ``seconds``.
 
     The ticket is what stops the model: a queued call whose request is gone never runs, a running

@@ -24,7 +24,7 @@ from pydantic import Field, field_validator
 
 from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
-from app.engine import Engine, cancellable
+from app.engine import Engine
 from app.layout import render_page
 from app.plots import (
     BLUE,
@@ -37,6 +37,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import ENGLISH, MAX_TEXT_CHARS, TOKENS_RULE, Strict, TranslateRequest, errors
+from app.tickets import cancellable
 from model.timeline import FOLDER, MANIFEST, Timeline, read_along
 from model.translator import Translator
 

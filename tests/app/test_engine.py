@@ -38,7 +38,7 @@ def test_cache_is_bounded(tiny_checkpoint, tiny_translator):
     cache = Engine(tiny_translator, cache_size=2)
     for text in ("a cat", "a dog", "a mat"):
         cache.trace(TraceRequest(text=text, max_len=2))
-    assert len(cache._traces) == 2
+    assert len(cache.cache.traces) == 2
     cache.trace(TraceRequest(text="a cat", max_len=2))
     assert cache.model_calls == 4  # the oldest was evicted
 
@@ -66,7 +66,7 @@ def test_refused_requests_leave_no_lock_behind(tiny_translator):
     request = TranslateRequest(text="a " * 150)  # 300 characters but 151 tokens: the model refuses
     with pytest.raises(InputError):
         cache.trace(request)
-    assert cache._key_locks == {} and cache.model_calls == 0
+    assert cache.cache.key_locks == {} and cache.model_calls == 0
 
 
 def test_moving_between_pages_never_runs_the_model_twice(fresh_client):
@@ -271,9 +271,9 @@ def test_cache_bytes_stay_under_the_bound_with_huge_sampled_traces(tiny_translat
     for seed in range(16):
         trace, _ = engine.trace(TraceRequest(text="The cat sits on the mat.", strategy="sample",
                                              temperature=5, max_len=128, seed=seed))
-        assert engine.cache_bytes <= engine.max_bytes
-    assert engine.model_calls == 16 and 1 <= len(engine._traces) < 16
-    assert engine.cache_bytes == sum(size for _, size in engine._traces.values())
+        assert engine.cache.bytes <= engine.cache.max_bytes
+    assert engine.model_calls == 16 and 1 <= len(engine.cache.traces) < 16
+    assert engine.cache.bytes == sum(size for _, size in engine.cache.traces.values())
     # the estimate is not an under-count: at least the trace's JSON size
     assert trace_bytes(trace) >= len(orjson.dumps(trace.to_dict()))
 
@@ -314,7 +314,7 @@ def test_what_a_page_derives_from_a_trace_is_kept_with_it_and_counted(tiny_trans
     engine = Engine(tiny_translator, cache_size=4)
     request = TraceRequest(text="a cat", max_len=3)
     trace, _ = engine.trace(request)
-    before = engine.cache_bytes
+    before = engine.cache.bytes
     runs = []
 
     def derive(text: str) -> bytes:
@@ -325,9 +325,9 @@ def test_what_a_page_derives_from_a_trace_is_kept_with_it_and_counted(tiny_trans
     again, elapsed = engine.derived(request, engine.trace(request)[0], "payload", derive, "y")
     assert first == again == b"x" * 1000 and len(runs) == 1 and elapsed == 0.0
     assert runs[0] != threading.get_ident()  # computed on the model thread
-    assert engine.cache_bytes >= before + 1000
+    assert engine.cache.bytes >= before + 1000
     # evicting the trace drops what was derived from it, bytes and all
     for text in ("a dog", "a mat", "a hat", "a bat"):
         engine.trace(TraceRequest(text=text, max_len=3))
-    assert request.cache_key() not in engine._traces
-    assert engine.cache_bytes == sum(size for _, size in engine._traces.values())
+    assert request.cache_key() not in engine.cache.traces
+    assert engine.cache.bytes == sum(size for _, size in engine.cache.traces.values())
