@@ -8,13 +8,14 @@ segmentation here: every character is one token, as in 猫 坐 在 垫 子 上.
 
 from __future__ import annotations
 
+import heapq
 import json
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
@@ -33,6 +34,66 @@ _PRE_TOKENIZER = pre_tokenizers.Sequence(
 FULL_WIDTH = str.maketrans({",": "，", "?": "？", "!": "！", ":": "：", ";": "；"})
 
 
+def learn_merges(words: Counter[str], vocab_size: int,
+                 min_frequency: int = 2) -> tuple[list[str], list[tuple[str, str]]]:
+    """BPE on word counts: (vocabulary, merges in the order learned).
+
+    A word starts as its characters, every one after the first marked ``##`` (a piece that
+    continues a word). The most frequent adjacent pair is merged, again and again, until the
+    vocabulary has ``vocab_size`` pieces or no pair is seen ``min_frequency`` times; among pairs of
+    equal count the one that sorts first is merged, so the result depends on the counts alone."""
+    spellings = sorted(words)
+    symbols = [[w[0], *(CONTINUATION + c for c in w[1:])] for w in spellings]
+    counts = [words[w] for w in spellings]
+    vocab = SPECIAL_TOKENS + sorted({s for word in symbols for s in word} - set(SPECIAL_TOKENS))
+    known = set(vocab)
+    pairs: Counter[tuple[str, str]] = Counter()
+    where: dict[tuple[str, str], set[int]] = {}
+    for index, word in enumerate(symbols):
+        for pair in zip(word, word[1:], strict=False):
+            pairs[pair] += counts[index]
+            where.setdefault(pair, set()).add(index)
+    heap = [(-count, pair) for pair, count in pairs.items()]
+    heapq.heapify(heap)
+    merges = []
+    while len(vocab) < vocab_size and heap:
+        count, pair = heapq.heappop(heap)
+        if pairs.get(pair, 0) != -count:
+            continue  # an entry from before the pair's count changed
+        if -count < min_frequency:
+            break
+        first, second = pair
+        joined = first + second.removeprefix(CONTINUATION)
+        merges.append(pair)
+        if joined not in known:
+            known.add(joined)
+            vocab.append(joined)
+        changed = set()
+        for index in sorted(where.pop(pair)):
+            word, n = symbols[index], counts[index]
+            for old in zip(word, word[1:], strict=False):
+                pairs[old] -= n
+                changed.add(old)
+            merged, i = [], 0
+            while i < len(word):
+                if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+                    merged.append(joined)
+                    i += 2
+                else:
+                    merged.append(word[i])
+                    i += 1
+            symbols[index] = merged
+            for new in zip(merged, merged[1:], strict=False):
+                pairs[new] += n
+                where.setdefault(new, set()).add(index)
+                changed.add(new)
+        del pairs[pair]
+        for other in sorted(changed - {pair}):
+            if pairs[other] > 0:
+                heapq.heappush(heap, (-pairs[other], other))
+    return vocab, merges
+
+
 class EnglishTokenizer:
     """BPE over lower-cased words, via the ``tokenizers`` library."""
 
@@ -40,45 +101,30 @@ class EnglishTokenizer:
         self.tokenizer = tokenizer
 
     @classmethod
-    def train(cls, sentences: Iterable[str], vocab_size: int = 8000) -> EnglishTokenizer:
-        tokenizer = Tokenizer(models.BPE(unk_token="<unk>", continuing_subword_prefix=CONTINUATION))
+    def train(cls, sentences: Iterable[str], vocab_size: int = 8000,
+              min_frequency: int = 2) -> EnglishTokenizer:
+        """Learn BPE pieces from ``sentences`` (:func:`learn_merges`): the same sentences always
+        give the same pieces. The ``tokenizers`` library's own trainer breaks ties between pairs
+        of equal count by ids it hands out in hash order, so two runs on the same data learned
+        different rare pieces (``##bz`` in one, ``##kb`` in the other)."""
+        tokenizer = cls._tokenizer(models.BPE(unk_token="<unk>", continuing_subword_prefix=CONTINUATION))
+        words: Counter[str] = Counter()
+        for sentence in sentences:
+            text = tokenizer.normalizer.normalize_str(sentence)
+            words.update(word for word, _ in tokenizer.pre_tokenizer.pre_tokenize_str(text))
+        vocab, merges = learn_merges(words, vocab_size, min_frequency)
+        return cls(cls._tokenizer(models.BPE(
+            vocab={piece: i for i, piece in enumerate(vocab)}, merges=merges, unk_token="<unk>",
+            continuing_subword_prefix=CONTINUATION)))
+
+    @staticmethod
+    def _tokenizer(model: models.BPE) -> Tokenizer:
+        """Our normalizer (NFKC, lower case), pre-tokenizer and decoder around a BPE model."""
+        tokenizer = Tokenizer(model)
         tokenizer.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
         tokenizer.pre_tokenizer = _PRE_TOKENIZER
         tokenizer.decoder = decoders.WordPiece(prefix=CONTINUATION)
-        trainer = trainers.BpeTrainer(
-            vocab_size=vocab_size,
-            special_tokens=SPECIAL_TOKENS,
-            continuing_subword_prefix=CONTINUATION,
-            min_frequency=2,
-            show_progress=False,
-        )
-        tokenizer.train_from_iterator(sentences, trainer)
-        return cls(tokenizer)
-
-    def split_digits(self) -> None:
-        """From now on cut numbers into single digits, as newly trained tokenizers do."""
-        self.tokenizer.pre_tokenizer = _PRE_TOKENIZER
-
-    def add_piece(self, word: str) -> int:
-        """Make ``word``, which the pieces now cut in two (AI → "a" + "##i", the article's piece),
-        one piece of its own; returns its id, the next free one, so every old id keeps its meaning.
-
-        The merge joining the two halves is added last, after every learned merge, so only a word
-        whose halves would otherwise stay apart is read differently: "ai" changes, "aid", "aisle"
-        and "aiko" (joined by earlier merges) do not.
-        """
-        pieces = self.tokenize(word)
-        if len(pieces) != 2:
-            raise ValueError(f"{word!r} is cut into {pieces}: only a word cut in two can be joined")
-        joined = pieces[0] + pieces[1].removeprefix(CONTINUATION)
-        state = json.loads(self.tokenizer.to_str())
-        vocab = state["model"]["vocab"]
-        if joined in vocab:
-            raise ValueError(f"{joined!r} is already a piece")
-        vocab[joined] = self.vocab_size
-        state["model"]["merges"].append(pieces)
-        self.tokenizer = Tokenizer.from_str(json.dumps(state))
-        return vocab[joined]
+        return tokenizer
 
     @classmethod
     def load(cls, path: Path) -> EnglishTokenizer:

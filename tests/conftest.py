@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from model.tokenizer import ChineseTokenizer, EnglishTokenizer
-from model.training.train import state_for_saving
+from model.training.loop import state_for_saving
 from model.transformer import Transformer, TransformerConfig
 from model.translator import Translator
 

@@ -46,7 +46,7 @@ CHINESE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # sentence is one of them, because the model's own output as reference makes teacher forcing and
 # free running agree everywhere by construction.
 PROBE_FILE = Path(__file__).resolve().parents[2] / "model" / "training" / "probe.tsv"
-# The optimizer model/training/train.py builds: torch.optim.Adam(betas=(0.9, 0.98), eps=1e-9), its learning
+# The optimizer model/training/loop.py builds: torch.optim.Adam(betas=(0.9, 0.98), eps=1e-9), its learning
 # rate set every step by the warmup schedule (tests/app/test_training.py checks the two agree).
 ADAM = {"beta1": 0.9, "beta2": 0.98, "eps": 1e-9}
 

@@ -31,7 +31,6 @@ from model.training.loop import (
     StopRequest,
     keep_freed_memory,
     load_saved,
-    state_for_saving,  # noqa: F401  (the shipped weights' layout; tests and exports import it here)
     train_stage,
 )
 from model.training.recipe import Recipe, held_out_splits, load_recipe, stage_pairs

@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 
 from model.decoding import DecodingOptions, generate
 from model.explain.record import RecordedPass
-from model.training.train import state_for_saving
+from model.training.loop import state_for_saving
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Transformer
 from tests.conftest import SHIPPED_CHECKPOINT
 

@@ -34,25 +34,44 @@ def test_chinese_characters_round_trip(tmp_path):
     assert ChineseTokenizer.load(tmp_path / "zh.json").vocabulary == chinese.vocabulary
 
 
-def test_add_piece_joins_a_word_cut_in_two_and_reads_no_other_word_differently(tmp_path):
+def test_the_shipped_tokenizer_with_its_added_piece_still_loads():
+    """The shipped checkpoint's English pieces were trained before recipes and had "ai" joined
+    into one piece afterwards; the app must read them as they are."""
     from pathlib import Path
 
-    import pytest
-
-    # the pieces the run from random weights learned (the timeline keeps them as they were)
-    shipped = Path(__file__).resolve().parents[2] / "model/checkpoints/timeline/tokenizer_en.json"
-    before, english = EnglishTokenizer.load(shipped), EnglishTokenizer.load(shipped)
-    assert english.tokenize("I love AI.") == ["i", "love", "a", "##i", "."]  # the article's piece
-    size = english.vocab_size
-    assert english.add_piece("ai") == size and english.vocab_size == size + 1
+    shipped = Path(__file__).resolve().parents[2] / "model/checkpoints/tokenizer_en.json"
+    english = EnglishTokenizer.load(shipped)
     assert english.tokenize("I love AI.") == ["i", "love", "ai", "."]
-    assert english.encode("AI", add_eos=False) == [size]
-    text = ("A cat sits on a mat; aid, aim, aisle, aiko, again, said, rain, Thailand, naive, "
-            "Aida, main, I, a, an, artificial intelligence.")
-    assert english.tokenize(text) == before.tokenize(text)  # only a lone "a" + "##i" is joined
-    english.save(tmp_path / "en.json")
-    assert EnglishTokenizer.load(tmp_path / "en.json").tokenize("AI's") == ["ai", "'", "s"]
-    with pytest.raises(ValueError, match=r"cut into \['ai'\]"):
-        english.add_piece("ai")  # one piece now
-    with pytest.raises(ValueError, match="cut into"):
-        english.add_piece("zqzqzq")  # cut into four
+    assert english.tokenize("I said it again.") == ["i", "said", "it", "again", "."]
+
+
+PIECES = """
+import sys
+from model.tokenizer import EnglishTokenizer
+sentences = [f"{a} {b}ing {c}s." for a in ("zork", "blip", "quax", "vemt") for b in ("tarp", "kelb", "snof")
+             for c in ("dune", "mir", "olk")]
+print(EnglishTokenizer.train(sentences, vocab_size=60).tokenizer.to_str())
+"""
+
+
+def test_training_learns_the_same_pieces_whatever_the_hash_seed():
+    """Ties between pairs of equal count go to the pair that sorts first, so two processes (each
+    with its own hash seed) learn the same pieces from the same sentences."""
+    import os
+    import subprocess
+    import sys
+
+    runs = [subprocess.run([sys.executable, "-c", PIECES], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")]
+    assert runs[0] == runs[1] and '"##ing"' in runs[0]
+
+
+def test_learn_merges_merges_the_most_frequent_pair_first_and_breaks_ties_by_order():
+    from collections import Counter
+
+    from model.tokenizer import learn_merges
+
+    vocab, merges = learn_merges(Counter({"abc": 5, "abd": 5, "xy": 5}), vocab_size=100)
+    assert merges[0] == ("a", "##b") and vocab[4:11] == ["##b", "##c", "##d", "##y", "a", "x", "ab"]
+    assert merges[1:] == [("ab", "##c"), ("ab", "##d"), ("x", "##y")]
+    assert learn_merges(Counter({"ab": 1}), vocab_size=100)[1] == []  # seen once: no merge

@@ -119,6 +119,19 @@ def test_the_checkpoint_records_the_recipe_the_data_hashes_the_code_and_every_st
     assert (tmp_path / "run" / "work" / "stage1" / "snapshots" / "step000005.safetensors").is_file()
 
 
+def test_the_evaluator_rebuilds_what_a_recipe_trained_on_from_the_checkpoint(tiny, tmp_path):
+    """``evaluate`` reads the recipe history.json keeps: its held-out sentences are not among
+    the ones it counts as trained on, and every stage's pairs (joined ones too) are."""
+    from model.training.data import _english_key
+    from model.training.evaluate import rebuild_splits
+
+    data, recipe = tiny
+    history = json.loads((_run(recipe(), data, tmp_path / "run") / "history.json").read_text())
+    splits, seen = rebuild_splits(data, history)
+    assert not {_english_key(p.english) for p in splits.test + splits.dev} & seen
+    assert sum(len(key.split()) > 8 for key in seen) >= 10  # the joined pairs of both stages
+
+
 def test_two_runs_of_a_recipe_give_the_same_losses(tiny, tmp_path):
     data, recipe = tiny
     path = recipe()
