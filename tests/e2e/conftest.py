@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -19,7 +20,8 @@ import pytest
 from bench.server import wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
+# screenshots and server logs: under the system temp folder, never left in the checkout
+ARTIFACTS = Path(tempfile.gettempdir()) / "inside-transformer-test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run"]
@@ -31,7 +33,7 @@ def running_server(checkpoint: Path | None, log_name: str, flag: str = "--checkp
     """``python -m app`` on a loopback port the kernel picks (``--port 0``: no race with other
     servers starting at once), with the shipped checkpoint when ``checkpoint`` is None
     (``flag="--model"`` serves it as a model folder, e.g. a Hugging Face Marian one); yields its URL
-    once /healthz answers, stops it afterwards. Its output goes to test-artifacts/."""
+    once /healthz answers, stops it afterwards. Its output goes to ARTIFACTS."""
     ARTIFACTS.mkdir(exist_ok=True)
     log = ARTIFACTS / log_name
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ITT_ACCESS_LOG": "false"}
@@ -71,8 +73,29 @@ def running_server(checkpoint: Path | None, log_name: str, flag: str = "--checkp
 
 @pytest.fixture(scope="session")
 def server(tiny_checkpoint):
+    """The tiny random model: for what needs only shapes."""
     with running_server(tiny_checkpoint, "e2e-server.log") as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def shipped_server():
+    """The shipped checkpoint, one server for every file that checks real translations."""
+    with running_server(None, "e2e-shipped-server.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def marian_server(tiny_marian):
+    """``--model`` on the tiny random Hugging Face Marian folder (tests/marian_folder.py)."""
+    with running_server(tiny_marian, "e2e-marian-server.log", flag="--model") as url:
+        yield url
+
+
+def wait_idle(page) -> None:
+    """Until the page has no request in flight and no model call pending (its busy counter)."""
+    page.wait_for_load_state("networkidle")
+    page.locator("body.busy").wait_for(state="detached")  # no wait_for_function: CSP forbids eval
 
 
 @pytest.fixture(scope="session")

@@ -11,16 +11,11 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 
 from model.explain.ablation import MAX_PARTS
-from tests.e2e.conftest import running_server, shot
+from tests.e2e.conftest import shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 TEXT = "He gave her a flower because she was sad."
 NUMBER = re.compile(r"★?[−+]?\d+\.\d\d$")
-
-
-def wait_idle(page) -> None:
-    page.wait_for_load_state("networkidle")
-    page.locator("body.busy").wait_for(state="detached")
 
 
 def query(page) -> dict:
@@ -126,12 +121,6 @@ def test_bad_parts_are_422_with_the_rule_named(page, server):
                                                          f"at most {MAX_PARTS} parts")):
         answer = page.request.post(f"{server}/api/ablation", data={"text": TEXT, "off": off})
         assert answer.status == 422 and words in answer.json()["message"]
-
-
-@pytest.fixture(scope="module")
-def marian_server(tiny_marian):
-    with running_server(tiny_marian, "e2e-ablation-marian.log", flag="--model") as url:
-        yield url
 
 
 def test_the_page_works_on_a_marian_model(page, marian_server):

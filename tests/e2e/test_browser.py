@@ -7,15 +7,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.e2e.conftest import shot
+from tests.e2e.conftest import shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 SENTENCE = "The dog runs in the park."
-
-
-def wait_idle(page) -> None:
-    page.wait_for_load_state("networkidle")
-    page.locator("body.busy").wait_for(state="detached")  # no wait_for_function: CSP forbids eval
 
 
 def test_type_a_sentence_and_see_the_translation(page, server):

@@ -5,12 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import shot
-
-
-def wait_idle(page) -> None:
-    page.wait_for_load_state("networkidle")
-    page.locator("body.busy").wait_for(state="detached")
+from tests.e2e.conftest import shot, wait_idle
 
 
 def test_on_a_phone_the_pages_fold_behind_a_menu_button(phone, server):

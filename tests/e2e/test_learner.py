@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, shot
+from tests.e2e.conftest import ARTIFACTS, shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 # long for a phone, yet within the tiny test model's 64-token limit
@@ -17,11 +17,6 @@ LONG = "The weather is nice today, so he gave her a flower because she was sad a
 PAGES = ["/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/decode", "/kv-cache",
          "/training", "/scale", "/tour", "/tour?step=5", "/tour?step=9", "/docs"]
 FORCED = "&".join(["forced=" + quote("。")] * 40)  # a long run with no line-break opportunity
-
-
-def wait_idle(page) -> None:
-    page.wait_for_load_state("networkidle")
-    page.locator("body.busy").wait_for(state="detached")
 
 
 def overflow(page) -> int:

@@ -6,15 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import shot
+from tests.e2e.conftest import shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 CAT = "text=The+cat+sits+on+the+mat."
-
-
-def wait_idle(page) -> None:
-    page.wait_for_load_state("networkidle")
-    page.locator("body.busy").wait_for(state="detached")
 
 
 def test_beam_tree_is_a_lineage_tree_with_scores_and_ranked_endings(page, server):

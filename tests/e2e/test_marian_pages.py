@@ -8,23 +8,12 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.e2e.conftest import running_server, shot
+from tests.e2e.conftest import shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 CAT = "The cat sits on the mat."
 PAGES = ["/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/decode",
          "/kv-cache", "/training", "/scale", "/tour", "/docs"]
-
-
-@pytest.fixture(scope="module")
-def marian_server(tiny_marian):
-    with running_server(tiny_marian, "e2e-marian-server.log", flag="--model") as url:
-        yield url
-
-
-def wait_idle(page) -> None:
-    page.wait_for_load_state("networkidle")
-    page.locator("body.busy").wait_for(state="detached")
 
 
 # the cat sentence has no pronoun: /coreference keeps it and says so, so it measures this one

@@ -11,15 +11,10 @@ import pytest
 
 from app.i18n import strings
 from app.pages.kv_cache import MAX_KV_STEPS
-from tests.e2e.conftest import Watch, shot
+from tests.e2e.conftest import Watch, shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 CAT = "The cat sits on the mat."
-
-
-def wait_idle(page) -> None:
-    page.wait_for_load_state("networkidle")
-    page.locator("body.busy").wait_for(state="detached")
 
 
 def drawn(page, selector: str) -> bool:
