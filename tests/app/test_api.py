@@ -148,6 +148,13 @@ def test_mixed_text_is_translated(app_client):
     """English with a few other characters is fine; unknown pieces become <unk>."""
     response = app_client.post("/api/translate", json={"text": "The cat 猫 sits 🙂.", "max_len": 4})
     assert response.status_code == 200
+    body = response.json()
+    tokens = body["source_tokens"]
+    # the words read as pieces, 猫 and 🙂 as <unk> (the tiny model's vocabulary may lack "." too)
+    read = "".join("|" if t == "<unk>" else t.removeprefix("##") for t in tokens[:-1])
+    assert read.startswith("thecat|sits|") and tokens[-1] == "<eos>", tokens
+    assert 1 <= len(body["target_tokens"]) <= 4 and len(body["steps"]) == len(body["target_tokens"])
+    assert body["translation"] == "".join(t for t in body["target_tokens"] if t != "<eos>")
 
 
 @pytest.mark.parametrize(

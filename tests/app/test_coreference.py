@@ -32,11 +32,20 @@ def test_coreference_ranking_is_measured(app_client, tiny_translator):
     assert body["figures"]["grid"]["data"][0]["type"] == "heatmap"
 
 
-def test_coreference_with_distractor(app_client):
+def test_coreference_with_distractor(app_client, tiny_translator):
+    """Every head also says how much the pronoun attends to the distractor, read from the trace."""
+    text = "The boy kicked the ball and he laughed."
     body = app_client.get("/api/coreference", params={
-        "text": "The boy kicked the ball and he laughed.", "pronoun": "he", "referent": "boy",
-        "distractor": "ball"}).json()
-    assert all(entry["distractor_weight"] is not None for entry in body["ranking"])
+        "text": text, "pronoun": "he", "referent": "boy", "distractor": "ball"}).json()
+    config = tiny_translator.config
+    ranking = body["ranking"]
+    assert len(ranking) == config.n_encoder_layers * config.n_heads
+    assert "".join(body["tokens"][k].removeprefix("##") for k in body["distractor"]) == "ball"
+    trace = app_client.post("/api/trace", json={"text": text}).json()
+    for entry in ranking:
+        row = trace["encoder"][entry["layer"]]["self_attention"][entry["head"]][body["pronoun"][0]]
+        assert entry["distractor_weight"] == pytest.approx(sum(row[k] for k in body["distractor"]),
+                                                           abs=1e-4)
 
 
 @pytest.mark.parametrize(("params", "field"), [

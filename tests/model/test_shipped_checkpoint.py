@@ -1,6 +1,7 @@
 """The checkpoint committed in model/checkpoints: loads without pickle, traces, translates."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -34,11 +35,25 @@ def test_shipped_trace_of_the_cat_sentence(shipped_translator):
 
 
 def test_shipped_model_quality_is_recorded(shipped_translator):
-    """eval.json and history.json are shipped; how good the weights are is measured, not read
-    from here (tests/model/test_shipped_quality.py)."""
+    """eval.json scores every held-out split and the probe set in both decodings, with figures a
+    trained model reaches, and its headline is one of them; history.json ends on a trained dev
+    score. (How good the weights are is measured again in tests/model/test_shipped_quality.py.)"""
     evaluation = shipped_translator.evaluation
-    assert {"bleu", "chrf", "decoding"} <= set(evaluation["test"])
-    assert shipped_translator.history["epochs"], "training history is shipped"
+    decodings = set(evaluation["decodings"])
+    assert decodings == {"greedy", "beam4"}
+    splits = {**evaluation["sets"], "probe": evaluation["probe"]}
+    assert len(splits) >= 6
+    for name, split in splits.items():
+        assert split["pairs"] > 0, name
+        for decoding in decodings:
+            score = split[decoding]
+            assert 5 <= score["bleu"] <= 100 and 5 <= score["chrf"] <= 100, (name, decoding, score)
+    headline = evaluation["test"]
+    decoding = headline["decoding"].replace(" ", "")
+    assert headline["bleu"] in {split[decoding]["bleu"] for split in evaluation["sets"].values()}
+    history = shipped_translator.history
+    assert history["epochs"] and history["epochs"][-1]["dev_bleu"] > 15
+    assert history["final"]["dev_bleu"] > 15
 
 
 def test_translate_cli_reads_stdin():
@@ -60,6 +75,14 @@ def test_translate_cli_missing_checkpoint(tmp_path):
 
 
 def test_history_is_plottable():
+    """/training draws these curves: steps in order, finite numbers, and an epoch to score."""
     history = json.loads((SHIPPED_CHECKPOINT / "history.json").read_text(encoding="utf-8"))
-    assert all({"step", "loss", "lr", "grad_norm"} <= set(s) for s in history["steps"])
-    assert all({"epoch", "dev_bleu", "dev_chrf"} <= set(e) for e in history["epochs"])
+    steps, epochs = history["steps"], history["epochs"]
+    assert len(steps) >= 2 and epochs
+    assert all({"step", "loss", "lr", "grad_norm"} <= set(s) for s in steps)
+    numbers = [s["step"] for s in steps]
+    assert numbers == sorted(set(numbers)), "steps out of order or repeated"
+    assert all(math.isfinite(s["loss"]) and s["loss"] > 0 and s["lr"] >= 0
+               and math.isfinite(s["grad_norm"]) for s in steps)
+    assert all({"epoch", "dev_bleu", "dev_chrf"} <= set(e) for e in epochs)
+    assert numbers[-1] <= epochs[-1]["step"]
