@@ -90,7 +90,14 @@ def earlier_decoding(tree: Path) -> ModuleType:
 def decoding_from(module: ModuleType):
     """``Translator.trace`` decoding with ``module.generate`` for the duration."""
     ours = model.translator.generate
-    model.translator.generate = module.generate
+
+    def generate(*args, **kwargs):
+        result = module.generate(*args, **kwargs)
+        if not hasattr(result, "hypotheses"):  # a tree from before beam search ranked its own
+            result.hypotheses = []
+        return result
+
+    model.translator.generate = generate
     try:
         yield
     finally:

@@ -10,6 +10,7 @@ the written-out decoder over the whole prefix; both give the same tokens, which 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -28,6 +29,7 @@ from model.transformer import (
 )
 
 STRATEGIES = ("greedy", "sample", "beam")
+LENGTH_PENALTY = 0.6  # GNMT's α: the default of every beam search; pages read it from a trace's options
 __all__ = ["NEVER_GENERATED", "mask_special"]  # decoding's names, defined with the model's output
 
 
@@ -38,7 +40,7 @@ class DecodingOptions:
     top_k: int | None = None
     top_p: float | None = None
     beam_size: int = 4
-    length_penalty: float = 0.6
+    length_penalty: float = LENGTH_PENALTY
     max_len: int = 64
     seed: int | None = None
     use_cache: bool = True
@@ -76,6 +78,7 @@ class DecodeResult:
     finished: bool  # True when <eos> was produced within max_len
     beam_nodes: list[BeamNode] = field(default_factory=list)
     scores: list[float] = field(default_factory=list)  # per-step log-prob of the chosen token
+    hypotheses: list[Hypothesis] = field(default_factory=list)  # beam search's, ranked, best first
 
 
 def filter_distribution(
@@ -156,7 +159,7 @@ def generate(
     if memory is None:
         memory = model.encode(src_ids, ablation=ablation)
     if options.strategy == "beam":
-        return _beam_search(model, src_ids, memory, options, forced, ablation)
+        return beam_search(model, src_ids, memory, options, forced, ablation)[0]
     decoder = step_decoder(model, src_ids, memory, options, ablation)
     generator = None
     if options.strategy == "sample":
@@ -182,76 +185,138 @@ def generate(
     return DecodeResult(tokens, False, scores=scores)
 
 
-def length_penalty(length: int, alpha: float) -> float:
+def length_penalty(length: int, alpha: float = LENGTH_PENALTY) -> float:
     """GNMT length penalty ((5 + |Y|) / 6)^α: without it beam search prefers short outputs."""
     return ((5.0 + length) / 6.0) ** alpha
 
 
-def _beam_search(
-    model: Transformer, src_ids: Tensor, memory: Tensor, options: DecodingOptions, forced: list[int],
-    ablation: Ablation | None = None,
-) -> DecodeResult:
-    beam = options.beam_size
+@dataclass(frozen=True)
+class Hypothesis:
+    """One translation beam search ranked at the end: ended with <eos>, or still open when the
+    search stopped (only when none ended)."""
+
+    node: int  # its last node in ``beam_nodes`` (the <eos> node when it ended)
+    length: int  # its tokens, <eos> not counted
+    log_prob: float  # cumulative log-probability (the node's score)
+    penalty: float  # length_penalty(length, α)
+    score: float  # log_prob / penalty: what the search ranks by
+
+
+def rank_hypotheses(nodes: Sequence[BeamNode], alpha: float = LENGTH_PENALTY) -> list[Hypothesis]:
+    """A finished beam tree's hypotheses, best first: those that ended with <eos> (when none did,
+    those still open at the last step), each scored log p / length_penalty(length) with <eos> not
+    counted; of equal scores, the later node first. Any nodes with ``step``, ``finished`` and
+    ``score`` in tree order will do (a trace's ``BeamNodeInfo`` too)."""
+    ended = [index for index, node in enumerate(nodes) if node.finished]
+    if not ended:
+        last = max(node.step for node in nodes)
+        ended = [index for index, node in enumerate(nodes) if index > 0 and node.step == last]
+    hypotheses = []
+    for index in ended:
+        node = nodes[index]
+        length = node.step - 1 if node.finished else node.step
+        penalty = length_penalty(length, alpha)
+        hypotheses.append(Hypothesis(index, length, node.score, penalty, node.score / penalty))
+    return sorted(hypotheses, key=lambda h: (h.score, h.node), reverse=True)
+
+
+class _Beam:
+    """One sentence's beam: the tree so far and its ended nodes, then its result."""
+
+    def __init__(self) -> None:
+        self.nodes = [BeamNode(step=0, token_id=BOS_ID, parent=-1, score=0.0)]
+        self.ended: list[int] = []
+        self.result: DecodeResult | None = None
+
+    def add(self, step: int, token: int, parent: int, score: float) -> int:
+        self.nodes.append(BeamNode(step, token, parent, score, finished=token == EOS_ID))
+        return len(self.nodes) - 1
+
+    def finish(self, alpha: float) -> None:
+        """Rank the hypotheses and mark the best one's path."""
+        nodes = self.nodes
+        ranked = rank_hypotheses(nodes, alpha)
+        path, node = [], ranked[0].node
+        while node > 0:
+            nodes[node].selected = True
+            path.append(node)
+            node = nodes[node].parent
+        nodes[0].selected = True
+        path.reverse()
+        tokens = [nodes[n].token_id for n in path if nodes[n].token_id != EOS_ID]
+        scores = [nodes[n].score - nodes[nodes[n].parent].score for n in path]
+        self.result = DecodeResult(tokens, bool(self.ended), beam_nodes=nodes,
+                                   scores=scores[: len(tokens)], hypotheses=ranked)
+
+
+def beam_search(
+    model: Transformer, src_ids: Tensor, memory: Tensor, options: DecodingOptions,
+    forced: list[int] | None = None, ablation: Ablation | None = None,
+) -> list[DecodeResult]:
+    """Beam search for every sentence of a padded batch (B, S), each with its own beam: the tree
+    (``beam_nodes``), the ranked hypotheses and the best one's tokens, per sentence.
+
+    As in fairseq, an ending counts only if it ranks within the beam, and a sentence stops once
+    ``beam_size`` hypotheses have ended. All live hypotheses of all sentences are rows of one
+    decoder batch; a sentence that stops leaves the batch. ``forced`` tokens are imposed on every
+    sentence's first steps.
+    """
+    beam, alpha, forced = options.beam_size, options.length_penalty, forced or []
     decoder = step_decoder(model, src_ids, memory, options, ablation)
-    nodes = [BeamNode(step=0, token_id=BOS_ID, parent=-1, score=0.0)]
-    live = [0]  # node index of each live hypothesis, aligned with the decoder's batch rows
-    live_scores = torch.zeros(1)
-    finished: list[tuple[float, int]] = []  # (normalised score, node index)
-    logits = decoder.step(torch.tensor([BOS_ID]))
+    batch = src_ids.size(0)
+    beams = [_Beam() for _ in range(batch)]
+    owner = list(range(batch))  # the sentence of each decoder row; a sentence's rows are adjacent
+    row_nodes = [0] * batch  # each row's hypothesis: its last node in its sentence's tree
+    scores = torch.zeros(batch)  # cumulative log-probability of each row
+    logits = decoder.step(torch.full((batch,), BOS_ID, dtype=torch.long))
     for position in range(options.max_len):
         log_probs = torch.log_softmax(logits, dim=-1)
         if position < len(forced):
             mask = torch.full_like(log_probs, float("-inf"))
             mask[:, forced[position]] = 0.0
             log_probs = log_probs + mask
-        candidates = (live_scores[:, None] + log_probs).view(-1)
-        top_scores, top_index = torch.topk(candidates, min(2 * beam, candidates.numel()))
-        vocab = log_probs.size(-1)
-        next_rows, next_tokens, next_scores, next_live = [], [], [], []
-        for rank, (score, flat) in enumerate(
-            zip(top_scores.tolist(), top_index.tolist(), strict=True)
-        ):
-            if score == float("-inf") or len(next_rows) == beam:
-                break
-            row, token = divmod(flat, vocab)
-            if token == EOS_ID and rank >= beam:
-                continue  # as in fairseq: an ending counts only if it ranks within the beam
-            node = len(nodes)
-            nodes.append(BeamNode(position + 1, token, live[row], score))
-            if token == EOS_ID:
-                nodes[node].finished = True
-                finished.append((score / length_penalty(position, options.length_penalty), node))
+        candidates = scores[:, None] + log_probs  # (R, V)
+        vocab = candidates.size(-1)
+        rows, tokens, next_scores, next_owner, next_nodes = [], [], [], [], []
+        start = 0
+        while start < len(owner):
+            sentence = owner[start]
+            end = start
+            while end < len(owner) and owner[end] == sentence:
+                end += 1
+            search = beams[sentence]
+            flat = candidates[start:end].reshape(-1)
+            top_scores, top_index = torch.topk(flat, min(2 * beam, flat.numel()))
+            live = []  # (row, token, score, node)
+            for rank, (score, index) in enumerate(
+                zip(top_scores.tolist(), top_index.tolist(), strict=True)
+            ):
+                if score == float("-inf") or len(live) == beam:
+                    break
+                row, token = divmod(index, vocab)
+                if token == EOS_ID and rank >= beam:
+                    continue  # as in fairseq: an ending counts only if it ranks within the beam
+                node = search.add(position + 1, token, row_nodes[start + row], score)
+                if token == EOS_ID:
+                    search.ended.append(node)
+                else:
+                    live.append((start + row, token, score, node))
+            if len(search.ended) >= beam or not live or position + 1 == options.max_len:
+                search.finish(alpha)
             else:
-                next_rows.append(row)
-                next_tokens.append(token)
-                next_scores.append(score)
-                next_live.append(node)
-        live = next_live
-        if len(finished) >= beam or not next_rows or position + 1 == options.max_len:
+                for row, token, score, node in live:
+                    rows.append(row)
+                    tokens.append(token)
+                    next_scores.append(score)
+                    next_owner.append(sentence)
+                    next_nodes.append(node)
+            start = end
+        if not rows:
             break
-        decoder.reorder(torch.tensor(next_rows))
-        live_scores = torch.tensor(next_scores)
-        logits = decoder.step(torch.tensor(next_tokens))
-    if not finished:  # nothing reached <eos> within max_len: take the best live hypothesis
-        for node in live:
-            length = nodes[node].step
-            normalised = nodes[node].score / length_penalty(length, options.length_penalty)
-            finished.append((normalised, node))
-        done = False
-    else:
-        done = True
-    _, best = max(finished)
-    path = []
-    node = best
-    while node > 0:
-        nodes[node].selected = True
-        path.append(node)
-        node = nodes[node].parent
-    nodes[0].selected = True
-    path.reverse()
-    tokens = [nodes[n].token_id for n in path if nodes[n].token_id != EOS_ID]
-    scores = [nodes[n].score - (nodes[nodes[n].parent].score) for n in path]
-    return DecodeResult(tokens, done, beam_nodes=nodes, scores=scores[: len(tokens)])
+        decoder.reorder(torch.tensor(rows))
+        owner, row_nodes, scores = next_owner, next_nodes, torch.tensor(next_scores)
+        logits = decoder.step(torch.tensor(tokens))
+    return [search.result for search in beams]
 
 
 @torch.inference_mode()
@@ -288,76 +353,13 @@ def pad(sequences: list[list[int]]) -> torch.Tensor:
     return torch.tensor([s + [PAD_ID] * (width - len(s)) for s in sequences], dtype=torch.long)
 
 
-# -- batched beam search -----------------------------------------------------------------------
-
-
 @torch.inference_mode()
 def beam_batch(
     model: Transformer, src_ids: Tensor, beam_size: int = 4, max_len: int = MAX_TARGET_TOKENS,
-    alpha: float = DecodingOptions.length_penalty,
+    alpha: float = LENGTH_PENALTY,
 ) -> list[list[int]]:
-    """Beam search over a padded batch (B, S): per sentence, the same search as ``generate``'s.
-
-    Each sentence keeps its own beam (as in fairseq, an ending counts only if it ranks within the
-    beam; a sentence stops once ``beam_size`` hypotheses have ended). All live hypotheses of all
-    sentences are decoder rows of one batch; a sentence that stops leaves the batch.
-    """
+    """Beam search over a padded batch (B, S): per sentence, the tokens ``generate`` chooses."""
     model.eval()
-    memory = model.encode(src_ids)  # (B, S, D)
-    decoder = CachedDecoder(model, src_ids, memory, capacity=max_len + 1)
-    batch = src_ids.size(0)
-    owner = list(range(batch))  # the sentence of each decoder row; a sentence's rows are adjacent
-    prefixes: list[list[int]] = [[] for _ in range(batch)]  # tokens of each row's hypothesis
-    scores = torch.zeros(batch)  # cumulative log-probability of each row
-    created = [0] * batch  # hypotheses made so far per sentence: later wins a tie, as in generate
-    ended: list[list[tuple[float, int, list[int]]]] = [[] for _ in range(batch)]
-    results: list[list[int]] = [[] for _ in range(batch)]
-    logits = decoder.step(torch.full((batch,), BOS_ID, dtype=torch.long))
-    for position in range(max_len):
-        candidates = scores[:, None] + torch.log_softmax(logits, dim=-1)  # (R, V)
-        vocab = candidates.size(-1)
-        rows, tokens, next_scores, next_owner, next_prefixes = [], [], [], [], []
-        start = 0
-        while start < len(owner):
-            sentence = owner[start]
-            end = start
-            while end < len(owner) and owner[end] == sentence:
-                end += 1
-            flat = candidates[start:end].reshape(-1)
-            top_scores, top_index = torch.topk(flat, min(2 * beam_size, flat.numel()))
-            live = []
-            for rank, (score, index) in enumerate(
-                zip(top_scores.tolist(), top_index.tolist(), strict=True)
-            ):
-                if score == float("-inf") or len(live) == beam_size:
-                    break
-                row, token = divmod(index, vocab)
-                if token == EOS_ID and rank >= beam_size:
-                    continue
-                created[sentence] += 1
-                prefix = prefixes[start + row]
-                if token == EOS_ID:
-                    normalised = score / length_penalty(position, alpha)
-                    ended[sentence].append((normalised, created[sentence], prefix))
-                else:
-                    live.append((start + row, token, score, created[sentence], prefix + [token]))
-            if len(ended[sentence]) >= beam_size or not live or position + 1 == max_len:
-                finalists = ended[sentence] or [
-                    (score / length_penalty(len(prefix), alpha), order, prefix)
-                    for _, _, score, order, prefix in live
-                ]
-                results[sentence] = max(finalists, key=lambda item: (item[0], item[1]))[2]
-            else:
-                for row, token, score, _, prefix in live:
-                    rows.append(row)
-                    tokens.append(token)
-                    next_scores.append(score)
-                    next_owner.append(sentence)
-                    next_prefixes.append(prefix)
-            start = end
-        if not rows:
-            break
-        decoder.reorder(torch.tensor(rows))
-        owner, prefixes, scores = next_owner, next_prefixes, torch.tensor(next_scores)
-        logits = decoder.step(torch.tensor(tokens))
-    return results
+    options = DecodingOptions(strategy="beam", beam_size=beam_size, length_penalty=alpha,
+                              max_len=max_len)
+    return [result.tokens for result in beam_search(model, src_ids, model.encode(src_ids), options)]

@@ -28,6 +28,7 @@ from model.decoding import (
     generate,
     mask_special,
 )
+from model.explain import kv_cache
 from model.explain.record import RecordedPass
 from model.explain.trace import (
     TOP_CANDIDATES,
@@ -37,8 +38,8 @@ from model.explain.trace import (
     Trace,
     _round,
     entropy_per_row,
+    shown_hypotheses,
 )
-from model.lean import CachedDecoder
 from model.tokenizer import MAX_SOURCE_TOKENS, ChineseTokenizer, EnglishTokenizer
 from model.transformer import (
     BOS_ID,
@@ -290,6 +291,7 @@ class Translator:
             finished=result.finished,
             steps=steps,
             beam=beam,
+            hypotheses=shown_hypotheses(result.hypotheses, beam),
             model_ms=round(model_ms, 2),
             recorded=recorded,
         )
@@ -457,64 +459,10 @@ class Translator:
 
     # -- KV cache --------------------------------------------------------------------------
 
-    @torch.inference_mode()
     def kv_cache_race(self, text: str, steps: int) -> dict:
-        """Generate ``steps`` tokens greedily with and without the KV cache, timing every step.
-
-        <eos> is suppressed so both runs do exactly ``steps`` steps however short the translation.
-        Both runs are the decoder translation uses (``CachedDecoder``): the cached run feeds one new
-        position per step into its preallocated cache; the uncached run feeds the whole prefix
-        each step, recomputing every key and value. Only the cache differs. ``cache`` is what
-        the cached run's KV cache holds at the end, layer by layer (tensors, for the page to read).
-        """
-        src = torch.tensor([self.source_ids(text)])
-        memory = self.model.encode(src)
-        runs = {}
-        for use_cache in (True, False):
-            decoder = CachedDecoder(self.model, src, memory, capacity=steps)
-            cross_keys = [cache.cross_keys for cache in decoder.caches]
-            prefix = [BOS_ID]
-            step_ms, positions = [], []
-            for _ in range(steps):
-                started = time.perf_counter()
-                if use_cache:
-                    last = decoder.step(torch.tensor([prefix[-1]]))[0]
-                    positions.append(1)
-                else:
-                    last = decoder.step_without_cache(torch.tensor([prefix]))[0]
-                    positions.append(len(prefix))
-                last[EOS_ID] = float("-inf")
-                prefix.append(int(last.argmax()))
-                step_ms.append((time.perf_counter() - started) * 1000)
-            runs["cached" if use_cache else "uncached"] = {
-                "tokens": prefix[1:], "step_ms": step_ms, "positions": positions,
-            }
-            if use_cache:  # what the cache holds at the end: the page reads it, not a rerun
-                runs["cached"]["cache"] = [
-                    {"k": cache.keys[:, :, :steps], "v": cache.values[:, :, :steps],
-                     "cross_k": cache.cross_keys, "cross_v": cache.cross_values,
-                     "cross_reused": cache.cross_keys is first}
-                    for cache, first in zip(decoder.caches, cross_keys, strict=True)
-                ]
-        cached, uncached = runs["cached"], runs["uncached"]
-        return {
-            "steps": steps,
-            "cached_ms": round(sum(cached["step_ms"]), 3),
-            "uncached_ms": round(sum(uncached["step_ms"]), 3),
-            "identical": cached["tokens"] == uncached["tokens"],
-            "tokens": self.target_tokens(cached["tokens"]),
-            "cached_step_ms": [round(x, 4) for x in cached["step_ms"]],
-            "uncached_step_ms": [round(x, 4) for x in uncached["step_ms"]],
-            "cached_positions": cached["positions"],
-            "uncached_positions": uncached["positions"],
-            "kv_rows": list(range(1, steps + 1)),
-            "kv_floats_per_layer": [
-                2 * self.config.d_model * n for n in range(1, steps + 1)
-            ],
-            # per decoder layer, the cached run's cache after the last step (tensors: the API
-            # picks what it shows and never sends this as it is)
-            "cache": cached["cache"],
-        }
+        """Greedy decoding of ``text`` for ``steps`` steps with and without the KV cache, timed
+        step by step (``model/explain/kv_cache.py``, ``race``)."""
+        return kv_cache.race(self, text, steps)
 
     # -- interpretation hooks: model/explain/interpret.py reads a model only through these three and the
     # trace's recorded pass (a translator for another architecture, e.g. a Hugging Face Marian

@@ -36,10 +36,10 @@ from app.schemas import (
     errors,
     model_limit,
 )
-from model.decoding import length_penalty
+from model.decoding import rank_hypotheses
 from model.explain import interpret, record
 from model.explain.record import ADD_NORM_NAMES
-from model.explain.trace import Trace
+from model.explain.trace import Trace, shown_hypotheses
 from model.translator import InputError
 
 router = APIRouter()
@@ -276,7 +276,8 @@ BEAM_WORDS = {"step": "step", "winner": "chosen translation", "finished": "ended
 
 def beam_lineage(trace: Trace) -> dict | None:
     """Beam search as a lineage tree: every node's status, its row in a drawing where no edges
-    cross, and every ended hypothesis with its length-penalised score (the winner first)."""
+    cross, and the hypotheses beam search ranked with their length-penalised scores (the winner
+    first; read from the trace, never re-ranked here)."""
     nodes = trace.beam
     if not nodes:
         return None
@@ -313,24 +314,21 @@ def beam_lineage(trace: Trace) -> dict | None:
         else:
             stack.append((index, True))
             stack.extend((kid, False) for kid in reversed(kids))
-    alpha = float(trace.options.get("length_penalty", 0.6))
-    ended = [n for n in nodes if n.finished]
-    if not ended:  # nothing reached <eos> within max_len: the open hypotheses are ranked instead
-        ended = [n for n, s in zip(nodes, status, strict=True) if s in ("open", "winner")
-                 and n.parent >= 0]
+    alpha = trace.options["length_penalty"]
+    # as beam search ranked them, the winner first (a tree recorded without its ranking, such as
+    # a test's simulated one, is ranked by the same function)
+    ranked = getattr(trace, "hypotheses", None) or shown_hypotheses(rank_hypotheses(nodes, alpha), nodes)
     hypotheses = []
-    for node in ended:
-        length = node.step - 1 if node.finished else node.step  # <eos> is not counted
-        path, cursor = [], node.id
+    for hypothesis in ranked:
+        path, cursor = [], hypothesis.node
         while cursor > 0:
             path.append(nodes[cursor].token)
             cursor = nodes[cursor].parent
-        tokens = [token for token in reversed(path) if token != "<eos>"]
-        penalty = length_penalty(length, alpha)
-        hypotheses.append({"node": node.id, "tokens": tokens, "length": length,
-                           "log_prob": node.score, "penalty": round(penalty, 4),
-                           "score": round(node.score / penalty, 4), "winner": node.selected})
-    hypotheses.sort(key=lambda h: -h["score"])
+        hypotheses.append({"node": hypothesis.node,
+                           "tokens": [token for token in reversed(path) if token != "<eos>"],
+                           "length": hypothesis.length, "log_prob": hypothesis.log_prob,
+                           "penalty": hypothesis.penalty, "score": hypothesis.score,
+                           "winner": nodes[hypothesis.node].selected})
     return {"status": status, "row": row, "alpha": alpha, "last_step": last_step,
             "winner_step": max((n.step for n in nodes if n.selected), default=0),
             "beam_size": int(trace.options.get("beam_size", 4)),

@@ -1,11 +1,15 @@
-"""What the KV-cache race's cached run left in its cache, as plain data for the /kv-cache page."""
+"""The KV-cache race (the same greedy decoding with and without the cache, timed step by step)
+and what its cached run left in its cache, as plain data for the /kv-cache page."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import torch
 
-from model.transformer import BOS_ID
+from model.lean import CachedDecoder
+from model.transformer import BOS_ID, EOS_ID
 
 KV_DIMS = 8  # dimensions of each cached K/V row the page shows
 
@@ -36,3 +40,62 @@ def kv_rows(translator, text: str, race: dict, layer: int = 0, head: int = 0,
     }
 
 
+@torch.inference_mode()
+def race(translator, text: str, steps: int) -> dict:
+    """The /kv-cache race: ``steps`` tokens generated greedily with and without the KV cache,
+    every step timed.
+
+    <eos> is suppressed so both runs do exactly ``steps`` steps however short the translation.
+    Both runs are the decoder translation uses (``CachedDecoder``): the cached run feeds one new
+    position per step into its preallocated cache; the uncached run feeds the whole prefix
+    each step, recomputing every key and value. Only the cache differs. ``cache`` is what
+    the cached run's KV cache holds at the end, layer by layer (tensors, for the page to read).
+    """
+    src = torch.tensor([translator.source_ids(text)])
+    memory = translator.model.encode(src)
+    runs = {}
+    for use_cache in (True, False):
+        decoder = CachedDecoder(translator.model, src, memory, capacity=steps)
+        cross_keys = [cache.cross_keys for cache in decoder.caches]
+        prefix = [BOS_ID]
+        step_ms, positions = [], []
+        for _ in range(steps):
+            started = time.perf_counter()
+            if use_cache:
+                last = decoder.step(torch.tensor([prefix[-1]]))[0]
+                positions.append(1)
+            else:
+                last = decoder.step_without_cache(torch.tensor([prefix]))[0]
+                positions.append(len(prefix))
+            last[EOS_ID] = float("-inf")
+            prefix.append(int(last.argmax()))
+            step_ms.append((time.perf_counter() - started) * 1000)
+        runs["cached" if use_cache else "uncached"] = {
+            "tokens": prefix[1:], "step_ms": step_ms, "positions": positions,
+        }
+        if use_cache:  # what the cache holds at the end: the page reads it, not a rerun
+            runs["cached"]["cache"] = [
+                {"k": cache.keys[:, :, :steps], "v": cache.values[:, :, :steps],
+                 "cross_k": cache.cross_keys, "cross_v": cache.cross_values,
+                 "cross_reused": cache.cross_keys is first}
+                for cache, first in zip(decoder.caches, cross_keys, strict=True)
+            ]
+    cached, uncached = runs["cached"], runs["uncached"]
+    return {
+        "steps": steps,
+        "cached_ms": round(sum(cached["step_ms"]), 3),
+        "uncached_ms": round(sum(uncached["step_ms"]), 3),
+        "identical": cached["tokens"] == uncached["tokens"],
+        "tokens": translator.target_tokens(cached["tokens"]),
+        "cached_step_ms": [round(x, 4) for x in cached["step_ms"]],
+        "uncached_step_ms": [round(x, 4) for x in uncached["step_ms"]],
+        "cached_positions": cached["positions"],
+        "uncached_positions": uncached["positions"],
+        "kv_rows": list(range(1, steps + 1)),
+        "kv_floats_per_layer": [
+            2 * translator.config.d_model * n for n in range(1, steps + 1)
+        ],
+        # per decoder layer, the cached run's cache after the last step (tensors: the API
+        # picks what it shows and never sends this as it is)
+        "cache": cached["cache"],
+    }

@@ -64,6 +64,26 @@ class BeamNodeInfo:
 
 
 @dataclass
+class HypothesisInfo:
+    """One hypothesis beam search ranked (``Trace.hypotheses``, best first), in shown numbers: the
+    log-probability rounded as the tree's nodes are, and score = that shown log p / penalty, so
+    dividing the shown numbers gives the shown score."""
+
+    node: int  # its last node in ``Trace.beam``
+    length: int  # tokens, <eos> not counted
+    log_prob: float
+    penalty: float
+    score: float
+
+
+def shown_hypotheses(ranked: list, beam: list[BeamNodeInfo]) -> list[HypothesisInfo]:
+    """Beam search's ranking (``model.decoding.Hypothesis``, best first) in the numbers a page shows."""
+    return [HypothesisInfo(node=h.node, length=h.length, log_prob=beam[h.node].score,
+                           penalty=round(h.penalty, 4), score=round(beam[h.node].score / h.penalty, 4))
+            for h in ranked]
+
+
+@dataclass
 class Trace:
     text: str
     options: dict
@@ -76,6 +96,7 @@ class Trace:
     finished: bool
     steps: list[Step]
     beam: list[BeamNodeInfo] = field(default_factory=list)
+    hypotheses: list[HypothesisInfo] = field(default_factory=list)  # beam search's ranking
     model_ms: float = 0.0
     # the recorded pass every number was read from (tensors: model/explain/record.py answers
     # questions about it), and what the pages derived from it since (``Engine.derived``)

@@ -68,12 +68,14 @@ def test_beam_tree(beam_trace, trace):
 # -- the beam tree as a lineage tree (issue 11, item 7) -------------------------------------------
 
 def _beam(*rows):
-    """(step, token, parent, score, finished, selected) per node → a trace-like object."""
+    """(step, token, parent, score, finished, selected) per node → a trace-like object: a tree
+    without its ranking, which beam_lineage ranks with model.decoding.rank_hypotheses."""
     from types import SimpleNamespace
 
+    from model.decoding import LENGTH_PENALTY
     from model.explain.trace import BeamNodeInfo
     nodes = [BeamNodeInfo(i, *row) for i, row in enumerate(rows)]
-    return SimpleNamespace(beam=nodes, options={"beam_size": 2, "length_penalty": 0.6})
+    return SimpleNamespace(beam=nodes, options={"beam_size": 2, "length_penalty": LENGTH_PENALTY})
 
 
 # beam 2: 猫 keeps going and ends at step 3; 狗 is dropped at step 2; a second hypothesis ends at
@@ -131,10 +133,22 @@ def test_beam_tree_shows_the_score_on_every_node_and_a_legend_for_every_kind():
 
 
 def test_beam_lineage_on_the_model(beam_trace):
+    """The page reads beam search's own ranking: the winner first, every hypothesis an ended node
+    (or one open when none ended), scores falling, each its shown log p over its penalty."""
+    from model.decoding import length_penalty as _length_penalty
+
     lineage = decode.beam_lineage(beam_trace)
     assert len(lineage["status"]) == len(beam_trace.beam)
     best = lineage["hypotheses"][0]
     assert best["winner"] and "".join(best["tokens"]) == beam_trace.translation
+    scores = [h["score"] for h in lineage["hypotheses"]]
+    assert scores == sorted(scores, reverse=True)
+    assert [h["node"] for h in lineage["hypotheses"]] == [h.node for h in beam_trace.hypotheses]
+    for h in lineage["hypotheses"]:
+        node = beam_trace.beam[h["node"]]
+        assert h["log_prob"] == node.score and h["length"] == node.step - node.finished
+        alpha = beam_trace.options["length_penalty"]
+        assert h["score"] == round(node.score / _length_penalty(h["length"], alpha), 4)
 
 
 # -- the FFN box (issue 11, item 8) ----------------------------------------------------------------

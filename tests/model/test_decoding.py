@@ -3,7 +3,15 @@
 import pytest
 import torch
 
-from model.decoding import DecodingOptions, filter_distribution, generate, mask_special
+from model.decoding import (
+    LENGTH_PENALTY,
+    DecodingOptions,
+    filter_distribution,
+    generate,
+    length_penalty,
+    mask_special,
+    rank_hypotheses,
+)
 from model.lean import CachedDecoder
 from model.transformer import BOS_ID, Transformer, TransformerConfig
 
@@ -59,6 +67,25 @@ def test_beam_search_records_a_tree(model):
     assert all(0 <= n.parent < i for i, n in enumerate(nodes) if i > 0)
     selected = [n for n in nodes if n.selected]
     assert [n.token_id for n in selected[1:] if n.token_id != 2] == result.tokens
+
+
+@pytest.mark.parametrize("src", SOURCES)
+@pytest.mark.parametrize("alpha", [LENGTH_PENALTY, 0.0, 1.0])
+def test_beam_search_ranks_its_hypotheses_with_the_one_length_penalty(model, src, alpha):
+    """The hypotheses come ranked, best first: the ended ones (the open ones when none ended),
+    each log p / length_penalty(length); the first is the chosen translation."""
+    options = DecodingOptions(strategy="beam", beam_size=3, max_len=8, length_penalty=alpha)
+    result = generate(model, src, options)
+    nodes, ranked = result.beam_nodes, result.hypotheses
+    assert [h.score for h in ranked] == sorted((h.score for h in ranked), reverse=True)
+    ended = [i for i, n in enumerate(nodes) if n.finished]
+    assert sorted(h.node for h in ranked) == (ended if result.finished else sorted(h.node for h in ranked))
+    for h in ranked:
+        node = nodes[h.node]
+        assert h.length == node.step - node.finished and h.log_prob == node.score
+        assert h.penalty == length_penalty(h.length, alpha) and h.score == h.log_prob / h.penalty
+    assert nodes[ranked[0].node].selected and DecodingOptions().length_penalty == LENGTH_PENALTY
+    assert rank_hypotheses(nodes, alpha) == ranked  # the tree alone gives the same ranking
 
 
 def test_top_p_keeps_smallest_set_reaching_p():
