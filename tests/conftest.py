@@ -14,6 +14,9 @@ from model.transformer import Transformer, TransformerConfig
 from model.translator import Translator
 
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "model" / "checkpoints"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
 
 TINY_PAIRS = [
     ("The cat sits on the mat.", "猫坐在垫子上。"),
@@ -90,3 +93,16 @@ def hf_export(tmp_path_factory, shipped_translator) -> Path:
     from model.adapters.export_hf import export
 
     return export(shipped_translator, tmp_path_factory.mktemp("export") / "inside-transformer-hf")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's headless Chromium, one for the whole run (browser tests in tests/e2e and tests/prod)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (scripts/test.sh does)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

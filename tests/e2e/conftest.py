@@ -1,4 +1,5 @@
-"""Browser tests: a real uvicorn server on a free loopback port and Debian's headless Chromium.
+"""Browser tests: a real uvicorn server on a free loopback port and Debian's headless Chromium
+(the ``browser`` fixture of tests/conftest.py, one for the whole run).
 
 Chromium must be at /usr/bin/chromium (scripts/test.sh installs it); without it these tests fail.
 """
@@ -22,9 +23,6 @@ from bench.server import wait_for_port
 ROOT = Path(__file__).resolve().parents[2]
 # screenshots and server logs: under the system temp folder, never left in the checkout
 ARTIFACTS = Path(tempfile.gettempdir()) / "inside-transformer-test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
 LOOPBACK = {"127.0.0.1", "localhost"}
 
 
@@ -96,18 +94,6 @@ def wait_idle(page) -> None:
     """Until the page has no request in flight and no model call pending (its busy counter)."""
     page.wait_for_load_state("networkidle")
     page.locator("body.busy").wait_for(state="detached")  # no wait_for_function: CSP forbids eval
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (scripts/test.sh does)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 class Watch:

@@ -8,8 +8,6 @@ with an on* handler, no blocked inline script), and the sentence box shows the p
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 
 from app.main import create_app
@@ -26,8 +24,6 @@ PAYLOADS = [
 # URL settings the pages read besides ?text= (see static/js/common.js)
 SETTINGS = ["strategy", "temperature", "top_k", "top_p", "beam_size", "max_len", "seed", "forced",
             "layer", "head", "kind", "step", "query", "lang"]
-CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
 WATCH = """
 window.__violations = [];
 document.addEventListener('securitypolicyviolation',
@@ -60,22 +56,9 @@ def check(page, dialogs: list[str], where: str) -> None:
     assert not state["violations"], f"{where}: blocked scripts {state['violations']}"
 
 
-def test_payloads_never_execute(live_server, pages):
-    # Its own thread: Playwright's sync API refuses to start where another session (the e2e
-    # tests' session-wide browser) already runs an event loop.
-    with ThreadPoolExecutor(max_workers=1) as thread:
-        thread.submit(browse_with_payloads, live_server.url, pages).result()
-
-
-def browse_with_payloads(base_url: str, pages: list[str]) -> None:
-    from playwright.sync_api import sync_playwright  # a missing Playwright fails this test
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        try:
-            payloads_in_every_page(browser, base_url, pages)
-        finally:
-            browser.close()
+def test_payloads_never_execute(browser, live_server, pages):
+    """In the run's one Chromium (tests/conftest.py), every page, every payload."""
+    payloads_in_every_page(browser, live_server.url, pages)
 
 
 def payloads_in_every_page(browser, base_url: str, pages: list[str]) -> None:
