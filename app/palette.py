@@ -10,8 +10,9 @@ figures colour one number alike.
 
 from __future__ import annotations
 
-# ±m's share: a signed scale spans it of a typical row's |values| (owned with the x-ray's strips)
-from model.explain.xray import ROBUST_SHARE
+# a strip row's colours span ±m with this share of a typical token's |values| inside it (the
+# x-ray's strips, app/xray/strips.py, and the CSS --robust-share read it from here)
+ROBUST_SHARE = 0.98
 
 # Okabe–Ito colours: distinguishable with colour-vision deficiency.
 BLUE, ORANGE, GREY = "#0072B2", "#E69F00", "#999999"

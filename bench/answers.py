@@ -73,6 +73,18 @@ def differences(before, after, path: str = "") -> set[str]:
     return set() if before == after else {path}
 
 
+def _packed_json(body: bytes) -> dict:
+    """A packed x-ray answer as JSON: its header, and its arrays as lists (the strips' Add & Norm
+    corrections undone, so the codes compare whatever their coding)."""
+    from app.xray import strip_codes, unpack
+
+    header, arrays = unpack(body)
+    codes = strip_codes(header, arrays)
+    return {"header": {k: v for k, v in header.items() if k != "arrays"},
+            "arrays": {k: v.tolist() for k, v in arrays.items() if not k.startswith("strips.")},
+            "strips": {side: value.tolist() for side, value in codes.items()}}
+
+
 def requests() -> list[tuple[str, str, dict]]:
     """(name, path, body) of every answer to compare."""
     calls = []
@@ -81,7 +93,7 @@ def requests() -> list[tuple[str, str, dict]]:
             body = {"text": text, **options}
             name = f"s{s:02d}-o{o}"
             calls.append((f"{name}-trace", "/api/trace", body))
-            calls.append((f"{name}-xray", "/api/xray", body))
+            calls.append((f"{name}-xray", "/api/xray/view", body))
             if o in (0, 1, 3):
                 for figure in ("decode", "attention", "embeddings", "pipeline", "tokens"):
                     calls.append((f"{name}-fig-{figure}", f"/api/figures/{figure}", body))
@@ -128,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 answer = client.post(path, json=body)
             statuses[answer.status_code] = statuses.get(answer.status_code, 0) + 1
-            data = {"status": answer.status_code, "body": _clean(answer.json())}
+            packed = answer.headers.get("content-type", "").startswith("application/octet-stream")
+            data = {"status": answer.status_code,
+                    "body": _clean(_packed_json(answer.content) if packed else answer.json())}
             text = json.dumps(data, ensure_ascii=False, sort_keys=True)
             (args.out / f"{name}.json").write_text(text, encoding="utf-8")
             written += 1

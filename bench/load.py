@@ -392,7 +392,7 @@ def mixed_requests(count: int, offset: int) -> list[tuple[str, str, str, dict | 
             {"text": sentences(20, 1, offset + 50_000 + i)[0], "steps": 128}), None)),
         ("interpret", lambda text, i: ("POST", "/api/figures/interpret", {
             "text": text, "ig_steps": 256})),
-        ("x-ray", lambda text, i: ("POST", "/api/xray", {"text": text})),
+        ("x-ray", lambda text, i: ("POST", "/api/xray/view", {"text": text})),
     ]
     out = []
     for i in range(count):

@@ -3,7 +3,7 @@
     python -m bench.passes [--sentences 20]
 
 For each sentence (an empty cache each time), the calls the x-ray page and the decode page make
-in order — POST /api/trace, POST /api/xray, three opened blocks, POST /api/figures/decode — go
+in order — POST /api/trace, POST /api/xray/view, three opened blocks, POST /api/figures/decode — go
 through the real app (in-process). Every call of the model's ``encode`` and ``decode`` is
 counted (a recorded pass is one ``encode`` with a record plus one ``decode`` with a record; the
 fast step decoder and the CTranslate2 draft do not call them), and each call is timed. Prints
@@ -31,7 +31,7 @@ SENTENCES = [
 ]
 CALLS = [
     ("trace", "/api/trace", {}),
-    ("xray", "/api/xray", {}),
+    ("xray view", "/api/xray/view", {}),
     ("block enc attention", "/api/xray/block", {"side": "encoder", "block": "self_attention",
                                                 "layer": 1, "position": 1}),
     ("block dec ffn", "/api/xray/block", {"side": "decoder", "block": "ffn", "layer": 2,

@@ -7,7 +7,8 @@ the one answer carries the very numbers the page showed before.
 Sizes are bytes as sent (gzip as the server sends it: its middleware at level 1 for JSON, the
 x-ray's packed answers gzipped once per trace at level 6), in-process on the shipped checkpoint,
 greedy, for new 5/10/20/40-word sentences and one of 128 source tokens. "Before" is what the page
-downloaded until issue 27 — ``/api/trace`` and ``/api/xray`` for every sentence; "after" is
+downloaded until issue 27 — ``/api/trace`` and ``/api/xray`` (gone since; :func:`old_answer`
+computes its answer) for every sentence; "after" is
 ``/api/xray/view``, its one download for the landing frame; ``/api/xray/strips`` (the decoder's
 strips, asked for when the player first moves), ``/api/xray/logits`` (every step's logits, asked
 for when a sampling knob first turns) and an opened block are listed apart.
@@ -31,9 +32,10 @@ import sys
 import numpy as np
 import orjson
 
+from app import xray
 from app.palette import robust_scale
 from bench.common import sentences
-from model.explain import xray
+from model.explain.record import ATTENTION_KINDS
 from model.tokenizer import MAX_SOURCE_TOKENS
 
 MAX_TEXT = 600  # characters the API accepts
@@ -66,7 +68,7 @@ def sizes(client, texts: dict[str, str]) -> list[dict]:
         trace = client.post("/api/trace", json=body).json()
         rows.append({
             "sentence": name, "source_tokens": len(trace["source_tokens"]), "steps": len(trace["steps"]),
-            "trace": wire(client, "/api/trace", body), "xray": wire(client, "/api/xray", body),
+            "trace": wire(client, "/api/trace", body), "xray": old_wire(client, body),
             "view": wire(client, "/api/xray/view", body),
             "strips": wire(client, "/api/xray/strips", body),
             **plain_view(client, body),
@@ -77,6 +79,44 @@ def sizes(client, texts: dict[str, str]) -> list[dict]:
                                                       "position": 0}),
         })
     return rows
+
+
+def old_answer(client, body: dict) -> dict:
+    """What ``POST /api/xray`` answered until it went (issue 56; no page read it): every stage's
+    strips as int8 codes with one scale per position (base64), and every step's logits (float32,
+    base64) with the vocabulary — computed here with torch from the trace's recorded pass, apart
+    from ``app/xray``'s numpy, as the reference the packed answers are held to."""
+    import torch
+
+    from app.pages.xray import XrayRequest
+
+    state = client.app.state
+    trace, _ = state.engine.trace(XrayRequest(**body))
+    recorded = trace.recorded
+    logits = recorded.logits[: len(trace.steps)].float().contiguous()
+    answer = {"vocab": state.translator.chinese.vocabulary,
+              "logits": {"shape": list(logits.shape),
+                         "float32": base64.b64encode(logits.numpy().astype("<f4").tobytes()).decode()},
+              "length_penalty": trace.options.get("length_penalty", 0.6)}
+    for side in ("encoder", "decoder"):
+        stages, values = [], []
+        for name, layer, vectors in recorded.stages(side):
+            scales = vectors.detach().abs().amax(dim=-1).float()
+            scales = torch.where(scales > 0, scales, torch.ones_like(scales))
+            codes = torch.round(vectors.detach().float() / scales[:, None] * 127).to(torch.int8)
+            stages.append({"name": name, "layer": layer})
+            values.append({"scale": float(scales.max()), "scales": scales.tolist(),
+                           "shape": list(vectors.shape),
+                           "codes": base64.b64encode(codes.numpy().tobytes()).decode("ascii")})
+        answer[side] = {"stages": stages, "values": values}
+    return answer
+
+
+def old_wire(client, body: dict) -> int:
+    """:func:`old_answer`'s bytes as the server sent them (JSON, gzip level 1)."""
+    import gzip
+
+    return len(gzip.compress(orjson.dumps(old_answer(client, body)), compresslevel=1, mtime=0))
 
 
 def plain_view(client, body: dict) -> dict:
@@ -226,10 +266,11 @@ def _js_sum(row: np.ndarray) -> tuple[float, float, int, float]:
 
 
 def differences(client, body: dict) -> list[str]:
-    """Where the view differs from /api/trace and /api/xray (empty: every shown number equal)."""
+    """Where the view differs from /api/trace and what /api/xray answered (:func:`old_answer`;
+    empty: every shown number equal)."""
     found = []
     trace = client.post("/api/trace", json=body).json()
-    old = client.post("/api/xray", json=body).json()
+    old = old_answer(client, body)
     view = shown(client.post("/api/xray/view", json=body).content,
                  client.post("/api/xray/strips", json=body).content)
     header = view["header"]
@@ -259,7 +300,7 @@ def differences(client, body: dict) -> list[str]:
             [head for layer in trace["decoder"] for head in layer["cross_attention"]])):
         found.append("cross_overall")
     every = heads(client.post("/api/xray/heads", json=body).content)
-    for kind, side, sublayer in xray.ATTENTION_KINDS:
+    for kind, (side, sublayer) in ATTENTION_KINDS.items():
         same(f"heads.{kind}", every[kind], [layer[sublayer] for layer in trace[side]])
         for s, stage in enumerate(old[side]["values"]):
             mine = view["strips"][side][s]

@@ -2,8 +2,8 @@
 step by step — every token's vector at every stage, attention as lines, blocks that open in place.
 
 The page downloads one answer per sentence, the size of what it draws, and more only when a
-learner opens it. ``model/explain/xray.py`` reads all of it from the trace's own recorded pass
-(nothing runs the model again):
+learner opens it. ``app/xray/`` packs all of it from the trace's own recorded pass (nothing runs
+the model again), with the model's own list of stages, which the page's scripts loop over:
 
 * ``POST /api/xray/view`` — the one answer: the encoder's strips, the head-averaged attention, the numbers the
   narration quotes, the steps and the sampling table at its starting knobs, as typed arrays;
@@ -12,9 +12,6 @@ learner opens it. ``model/explain/xray.py`` reads all of it from the trace's own
 * ``POST /api/xray/heads`` — every head's attention weights, when a learner picks a head or opens an
   attention block (the view carries their average, which the lines draw first);
 * ``POST /api/xray/logits`` — every step's logits and the vocabulary, when a sampling knob turns;
-* ``POST /api/xray`` (kept for other clients; the page no longer reads it) — every token's full
-  vector after every stage (the colour strips), and each decoding step's logits over the whole
-  Chinese vocabulary, as JSON;
 * ``POST /api/xray/block`` — one block opened at one position: X·W_Q → Q, the heads, QKᵀ, ÷√d_k,
   the mask, softmax, ·V, concatenation, ·W_O; residual + LayerNorm with γ and β; the FFN.
 """
@@ -24,7 +21,6 @@ from __future__ import annotations
 import gzip
 from typing import Literal
 
-import orjson
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ConfigDict, Field
@@ -33,8 +29,10 @@ from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep
 from app.layout import render_page
 from app.schemas import FORCED_RULE, TOKENS_RULE, TRACE_ERRORS, TraceRequest, errors, model_limit
+from app.xray import decoder_strips_view, heads_view, logits_view, model_layout, view
 from model.decoding import DecodingOptions
-from model.explain import xray
+from model.explain.blocks import block_positions, open_block
+from model.explain.record import block_names
 from model.explain.trace import Trace
 from model.tokenizer import MAX_SOURCE_TOKENS
 from model.translator import InputError, Translator
@@ -42,8 +40,9 @@ from model.translator import InputError, Translator
 router = APIRouter()
 
 Side = Literal["encoder", "decoder"]
-Block = Literal["embedding", "self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn",
-                "add_norm3", "output"]
+Block = Literal[tuple(block_names())]  # the model's own blocks, in the decoder's order
+_LAYOUT = model_layout(1, 1)
+DECODER_ONLY = sorted({e["name"] for e in _LAYOUT["decoder"]} - {e["name"] for e in _LAYOUT["encoder"]})
 ALTERNATIVE_BEAM = 4  # the beam size eval.json measures ("beam4") and the page shows first
 
 
@@ -51,8 +50,12 @@ ALTERNATIVE_BEAM = 4  # the beam size eval.json measures ("beam4") and the page 
 def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTMLResponse:
     """The page shell; static/js/xray/main.js (ES modules) reads the sentence and options from the URL."""
     comparison = beam_against_greedy(translator.evaluation)  # main.js sets the link's address
+    config = translator.config
+    # with the vocabulary sizes, the model's stages: what a file saved before views carried
+    # their own layout is drawn with
     return render_page(request, "xray", lang, comparison=comparison, sizes={
-        "vocab_en": translator.english.vocab_size, "vocab_zh": translator.chinese.vocab_size})
+        "vocab_en": translator.english.vocab_size, "vocab_zh": translator.chinese.vocab_size,
+        "layout": model_layout(config.n_encoder_layers, config.n_decoder_layers)})
 
 
 def beam_against_greedy(evaluation: dict) -> dict | None:
@@ -89,7 +92,7 @@ class XrayBlockRequest(TraceRequest):
     # side=decoder: said in the schema, so a client built from it never asks for one
     model_config = ConfigDict(json_schema_extra={
         "if": {"properties": {"side": {"const": "encoder"}}, "required": ["side"]},
-        "then": {"properties": {"block": {"not": {"enum": sorted(xray.DECODER_ONLY)}}}}})
+        "then": {"properties": {"block": {"not": {"enum": DECODER_ONLY}}}}})
     side: Side = Field(description="encoder or decoder")
     block: Block = Field(description="which block to open")
     layer: int = Field(0, ge=0, le=63, json_schema_extra=model_limit("layer"),
@@ -107,31 +110,10 @@ BLOCK_ERRORS = errors(
 )
 
 
-@router.post("/api/xray", responses=TRACE_ERRORS, tags=["x-ray"])
-def xray_data(request: XrayRequest, engine: EngineDep, translator: TranslatorDep) -> Response:
-    """Every token's vector after every stage, and every step's logits over the vocabulary.
-
-    ``encoder.values[stage]`` and ``decoder.values[stage]`` hold every position's full d_model
-    vector as int8 codes with one scale: value ≈ code / 127 × scale. ``logits`` is steps ×
-    vocabulary, little-endian float32 in base64, exactly the model's numbers (−inf where the
-    model may never produce the token: <pad>, <bos>), so softmax(logits / T), top-k and top-p can
-    be redone in the browser as ``model.decoding.filter_distribution`` does. Read from the
-    trace's own recorded pass, serialised once per trace.
-    """
-    trace, _ = engine.trace(request)
-    body, _ = engine.derived(request, trace, "xray", _payload_json, trace,
-                             translator.chinese.vocabulary, on_model_thread=False)
-    return Response(body, media_type="application/json")
-
-
-def _payload_json(trace, vocabulary: list[str]) -> bytes:
-    return orjson.dumps(xray.payload(trace, vocabulary))
-
-
 PACKED = "application/octet-stream"
 PACKED_DOC = {"content": {PACKED: {"schema": {"type": "string", "format": "binary"}}},
               "description": "a uint32 header length, a JSON header, typed arrays "
-                             "(model/explain/xray.py's docstring)"}
+                             "(app/xray/wire.py's docstring)"}
 
 
 def _packed(request: Request, bodies: tuple[bytes, bytes], model_ms: float) -> Response:
@@ -156,7 +138,7 @@ def _both(call, *args) -> tuple[bytes, bytes]:
 def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
               translator: TranslatorDep) -> Response:
     """Everything the x-ray page draws for one sentence, in one packed answer: the encoder's
-    strips (int8 codes × scale / 127, as ``/api/xray``; each Add & Norm stage as corrections to
+    strips (int8 codes × scale / 127; each Add & Norm stage as corrections to
     the LayerNorm of the two strips before it, the same codes once undone; the decoder's come
     from ``/api/xray/strips`` when the player moves, each decoder row's ±m is here), the attention weights
     averaged over the heads (from the trace's 5-decimal weights, the page's float64 mean exactly;
@@ -164,7 +146,8 @@ def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
     steps, the beam tree, the sampling table at temperature 1 (the 15 likeliest tokens' logits
     and the exact normaliser), when a prefix is forced, the translation without it, and the
     sentence's translation by beam search with 4 beams (by greedy decoding when that is what was
-    asked for: ``alternative``), which the page shows above the player."""
+    asked for: ``alternative``), which the page shows above the player; and the model's own list of
+    stages (``layout``), which the page's scripts draw their rows and frames from."""
     trace, model_ms = engine.trace(request)
     original = None
     if request.forced_prefix:
@@ -173,7 +156,7 @@ def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
     kept = engine.cached(alternative_request(request))  # the learner switched decodings
     other, other_ms = engine.derived(request, trace, "xray_alternative", alternative, translator,
                                      request, kept, on_model_thread=kept is None)
-    bodies, _ = engine.derived(request, trace, "xray_view", _both, xray.view, trace,
+    bodies, _ = engine.derived(request, trace, "xray_view", _both, view, trace,
                                translator.chinese.vocabulary, original, translator.model, other,
                                on_model_thread=False)
     return _packed(http, bodies, model_ms + other_ms)
@@ -221,7 +204,7 @@ def xray_strips(request: XrayRequest, http: Request, engine: EngineDep,
     landing frame, the encoder's first sub-step, draws none of them (the view carries each
     decoder row's ±m, shown beside its name from the start)."""
     trace, model_ms = engine.trace(request)
-    bodies, _ = engine.derived(request, trace, "xray_strips", _both, xray.decoder_strips_view, trace,
+    bodies, _ = engine.derived(request, trace, "xray_strips", _both, decoder_strips_view, trace,
                                translator.model, on_model_thread=False)
     return _packed(http, bodies, model_ms)
 
@@ -233,7 +216,7 @@ def xray_heads(request: XrayRequest, http: Request, engine: EngineDep) -> Respon
     decimals exactly) in three byte planes, packed as ``/api/xray/view``: asked for when a learner
     picks one head or all of them, or opens an attention block."""
     trace, model_ms = engine.trace(request)
-    bodies, _ = engine.derived(request, trace, "xray_heads", _both, xray.heads_view, trace,
+    bodies, _ = engine.derived(request, trace, "xray_heads", _both, heads_view, trace,
                                on_model_thread=False)
     return _packed(http, bodies, model_ms)
 
@@ -246,7 +229,7 @@ def xray_logits(request: XrayRequest, http: Request, engine: EngineDep,
     may never produce the token) and the vocabulary, packed as ``/api/xray/view``: what the
     sampling knobs redo temperature, top-k and top-p on, asked for when a knob first turns."""
     trace, model_ms = engine.trace(request)
-    bodies, _ = engine.derived(request, trace, "xray_logits", _both, xray.logits_view, trace,
+    bodies, _ = engine.derived(request, trace, "xray_logits", _both, logits_view, trace,
                                translator.chinese.vocabulary, on_model_thread=False)
     return _packed(http, bodies, model_ms)
 
@@ -254,17 +237,17 @@ def xray_logits(request: XrayRequest, http: Request, engine: EngineDep,
 @router.post("/api/xray/block", responses=BLOCK_ERRORS, tags=["x-ray"])
 def xray_block(request: XrayBlockRequest, engine: EngineDep, translator: TranslatorDep) -> dict:
     """One block at one position, stage by stage, with the shapes and the real numbers."""
-    if request.side == "encoder" and request.block in xray.DECODER_ONLY:
+    if request.side == "encoder" and request.block in DECODER_ONLY:
         raise InputError("block", f"{request.block} exists only in the decoder; use side=decoder")
     trace, _ = engine.trace(request)
     config = translator.config
     layers = config.n_encoder_layers if request.side == "encoder" else config.n_decoder_layers
     if request.layer >= layers:
         raise InputError("layer", f"layer must be between 0 and {layers - 1} for the {request.side}")
-    tokens = xray.block_positions(trace, request.side)
+    tokens = block_positions(trace, request.side)
     if request.position >= len(tokens):
         raise InputError("position", f"position must be between 0 and {len(tokens) - 1} "
                                      f"(this sentence has {len(tokens)} {request.side} positions)")
-    block, _ = engine.run(xray.open_block, translator, trace, request.side, request.block,
+    block, _ = engine.run(open_block, translator, trace, request.side, request.block,
                           request.layer, request.position)
     return block

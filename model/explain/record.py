@@ -54,6 +54,44 @@ ATTENTION_KINDS: dict[str, tuple[Side, str]] = {
 }
 
 
+# What each sublayer is, as a page draws it (the kinds are the same on both sides), and what its
+# attention reads: its own side's positions, or the encoder's memory
+SUBLAYER_KINDS: dict[str, str] = {"self_attention": "attention", "cross_attention": "attention",
+                                  "ffn": "feed_forward"}
+ATTENDS: dict[str, str] = {"self_attention": "self", "cross_attention": "cross"}
+EMBEDDING = "embedding"  # each side's first stage: the scaled token vectors + positional encoding
+OUTPUT = "output"  # the decoder's output head: the linear layer over the vocabulary and softmax
+
+
+def layout(side: Side, n_layers: int) -> list[dict]:
+    """A side's stages in the order the data flows (:meth:`RecordedPass.stages`' order, so the
+    i-th entry is the i-th stage), as plain data a page loops over; the decoder's list ends with
+    its output head (no stage of its own). Each entry: ``name`` (the trace's), ``layer`` (None
+    for the embedding and the output head) and ``kind`` — "embed", "attention", "add_norm",
+    "feed_forward" or "logits"; an attention also says what it ``attends`` ("self" or "cross":
+    the encoder's memory), whether it is ``masked`` (a position sees no later one) and the name
+    of its ``weights`` (``ATTENTION_KINDS``); an Add & Norm names the sublayer it comes ``after``
+    and its index among its layer's Add & Norms (``norm``)."""
+    kinds = {sublayer: kind for kind, (where, sublayer) in ATTENTION_KINDS.items() if where == side}
+    entries: list[dict] = [{"name": EMBEDDING, "layer": None, "kind": "embed"}]
+    for layer in range(n_layers):
+        for index, sublayer in enumerate(SUBLAYERS[side]):
+            entry = {"name": sublayer, "layer": layer, "kind": SUBLAYER_KINDS[sublayer]}
+            if sublayer in ATTENDS:
+                entry.update(attends=ATTENDS[sublayer], weights=kinds[sublayer],
+                             masked=side == "decoder" and ATTENDS[sublayer] == "self")
+            entries += [entry, {"name": ADD_NORM_NAMES[side][sublayer], "layer": layer,
+                                "kind": "add_norm", "after": sublayer, "norm": index}]
+    if side == "decoder":
+        entries.append({"name": OUTPUT, "layer": None, "kind": "logits"})
+    return entries
+
+
+def block_names() -> list[str]:
+    """Every block a page can open, in the decoder's order (the encoder's are among them)."""
+    return list(dict.fromkeys(entry["name"] for entry in layout("decoder", 1)))
+
+
 def add_norm_key(sublayer: str) -> str:
     """The record key of the Add & Norm that follows ``sublayer`` (the writer uses it too)."""
     return f"{sublayer}_add_norm"
@@ -137,7 +175,7 @@ class RecordedPass:
     def stages(self, side: Side) -> list[tuple[str, int | None, Tensor]]:
         """(name, layer, (L, D) vectors) after every stage, in the order the data flows: the
         embedding, then per layer each sublayer's output and its Add & Norm's output."""
-        out: list[tuple[str, int | None, Tensor]] = [("embedding", None, self.embedding(side))]
+        out: list[tuple[str, int | None, Tensor]] = [(EMBEDDING, None, self.embedding(side))]
         for layer in range(self.n_layers(side)):
             for sublayer in SUBLAYERS[side]:
                 out.append((sublayer, layer, self.sublayer_output(side, layer, sublayer)))

@@ -44,11 +44,16 @@
     ITT.setURL(query, push);
   }
 
+  // the kinds of parts that have heads, as the switchboard's head grid names them (enc, dec, cross:
+  // model/explain/ablation.py's HEAD_KINDS)
+  const HEAD_KINDS = new Set([...document.querySelectorAll("#switchboard .head-switch[data-part]")]
+    .map((button) => button.dataset.part.split(".")[0]));
+
   /** "Cross-attention, layer 1, head 2", "positional encoding, encoder"… for a part name. */
   function partLabel(name) {
     const [kind, first, second] = name.split(".");
     if (kind === "pos") return ITT.t("ablation.part_pos", { side: ITT.t(`ablation.side_${first}`) });
-    if (kind.endsWith("ffn")) {
+    if (!HEAD_KINDS.has(kind)) { // a sublayer without heads: a feed-forward network ("encffn.2")
       return ITT.t("ablation.part_ffn", { side: ITT.t(`ablation.side_${kind.slice(0, 3)}`), layer: first });
     }
     const kindName = ITT.t(`importance.kind_${kind}`);

@@ -3,8 +3,6 @@
 "use strict";
 
 (() => {
-  const BOXES = ["self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "ffn_output",
-    "add_norm3", "softmax"];
   const UNFORCEABLE = ["<pad>", "<bos>"]; // never a valid next token, so they cannot be forced
   let data = null;
   let step = 0;
@@ -62,27 +60,33 @@
     document.getElementById("chosen").textContent =
       ITT.t("decode.chose", { token: current.token, prob: fixed(current.prob, 4) })
       + (current.forced ? ` ${ITT.t("decode.forced")}` : "");
-    for (const box of BOXES) {
+    // the boxes are the step's figures and numbers, by the names the answer gives them (the
+    // layer's sublayers and Add & Norms; a box no step of this answer draws stays hidden)
+    for (const box of new Set(steps.flatMap((s) => Object.keys(s.figures)))) {
       const figure = current.figures[box];
       const node = document.getElementById(`fig-${box}`);
+      if (!node) continue;
       node.hidden = !figure;
       if (figure) ITT.plot(node, figure);
     }
     const numbers = current.numbers;
-    for (const key of ["add_norm1", "add_norm2", "add_norm3"]) {
-      const n = numbers[key];
-      document.getElementById(`num-${key}`).textContent = `${ITT.t("num.residual", {
+    const addNorms = Object.entries(numbers).filter(([, n]) => n && "residual_norm" in n);
+    for (const [key, n] of addNorms) {
+      const node = document.getElementById(`num-${key}`);
+      if (!node) continue;
+      node.textContent = `${ITT.t("num.residual", {
         a: fixed(n.residual_norm, 2), b: fixed(n.sublayer_norm, 2),
       })}; ${ITT.t("num.norm", {
         m1: fixed(n.sum_mean, 3), s1: fixed(n.sum_std, 3), m2: fixed(n.normed_mean, 3),
         s2: fixed(n.normed_std, 3),
       })}`;
     }
+    const ffn = Object.values(numbers).find((n) => n && "active_share" in n);
     document.getElementById("num-ffn").textContent = ITT.t("num.ffn", {
-      share: fixed(numbers.ffn.active_share * 100, 1), d: numbers.ffn.d_ff,
+      share: fixed(ffn.active_share * 100, 1), d: ffn.d_ff,
     });
-    document.getElementById("num-ffn-out").textContent = numbers.ffn.input_norm === null ? ""
-      : ITT.t("num.ffn_out", { a: fixed(numbers.ffn.input_norm, 2), b: fixed(numbers.ffn.output_norm, 2) });
+    document.getElementById("num-ffn-out").textContent = ffn.input_norm === null ? ""
+      : ITT.t("num.ffn_out", { a: fixed(ffn.input_norm, 2), b: fixed(ffn.output_norm, 2) });
     document.getElementById("num-entropy").textContent = ITT.t("num.entropy", { h: fixed(current.entropy, 3) });
     drawCandidates(current);
     drawWhy().catch((error) => ITT.showError(error.message));

@@ -87,7 +87,7 @@ def test_json_routes_answer(marian_client, strategy):
     body = {"text": TEXT, "strategy": strategy, "max_len": 12, "seed": 1}
     for path in ["/api/trace", "/api/translate", "/api/figures/pipeline", "/api/figures/tokens",
                  "/api/figures/embeddings", "/api/figures/attention", "/api/figures/decode",
-                 "/api/xray", "/api/xray/view", "/api/xray/logits"]:
+                 "/api/xray/view", "/api/xray/strips", "/api/xray/heads", "/api/xray/logits"]:
         response = marian_client.post(path, json=body)
         assert response.status_code == 200, (path, response.text[:300])
     for block in ("embedding", "self_attention", "cross_attention", "ffn", "add_norm3", "output"):

@@ -1,5 +1,6 @@
-"""The x-ray's JSON (POST /api/xray, POST /api/xray/block) on the tiny random checkpoint: what it
-sends is the trace's own recorded pass, read without running the model again."""
+"""The x-ray's answers (POST /api/xray/view, /strips, /heads, /logits, /block) on the tiny
+random checkpoint: what they send is the trace's own recorded pass, read without running the
+model again."""
 
 from __future__ import annotations
 
@@ -32,45 +33,69 @@ def _counting(client):
     return calls, lambda: (setattr(model, "encode", encode), setattr(model, "decode", decode))
 
 
-def _strip(stage: dict) -> np.ndarray:
-    codes = np.frombuffer(base64.b64decode(stage["codes"]), dtype=np.int8).reshape(stage["shape"])
-    return codes.astype(np.float64) / 127 * np.array(stage["scales"])[:, None]
+def test_the_xray_answers_are_the_traces_own_pass(fresh_client):
+    from app import xray
 
-
-def test_the_xray_answer_is_the_traces_own_pass(fresh_client):
+    body = {"text": TEXT, "max_len": 6}
     calls, restore = _counting(fresh_client)
     try:
-        trace = fresh_client.post("/api/trace", json={"text": TEXT, "max_len": 6}).json()
+        trace = fresh_client.post("/api/trace", json=body).json()
         after_trace = dict(calls)
-        xray = fresh_client.post("/api/xray", json={"text": TEXT, "max_len": 6}).json()
+        answers = [fresh_client.post(f"/api/xray/{path}", json=body).content
+                   for path in ("strips", "logits", "heads")]
         for block in ("self_attention", "add_norm1", "ffn", "add_norm2"):
             answer = fresh_client.post("/api/xray/block", json={
-                "text": TEXT, "max_len": 6, "side": "encoder", "block": block, "layer": 1,
-                "position": 1})
+                **body, "side": "encoder", "block": block, "layer": 1, "position": 1})
             assert answer.status_code == 200
     finally:
         restore()
     assert after_trace["encode"] >= 1
     assert calls == after_trace  # the x-ray and its blocks ran neither the encoder nor the decoder
+    # (the view also shows the sentence by the other decoding: that one runs the lean decoder)
 
+    header, arrays = xray.unpack_all(fresh_client.post("/api/xray/view", json=body).content, answers[0])
     for side in ("encoder", "decoder"):
         layers = len(trace[side])
-        names = [s["name"] for s in xray[side]["stages"]]
+        names = [s["name"] for s in header["stages"][side]]
         assert names == ["embedding"] + stage_names(side) * layers
-        assert [s["layer"] for s in xray[side]["stages"]][1:] == [
+        assert [s["layer"] for s in header["stages"][side]][1:] == [
             layer for layer in range(layers) for _ in stage_names(side)]
     # the strips hold the trace's vectors (int8 codes: within half a step of the largest value)
-    embedding = _strip(xray["encoder"]["values"][0])
+    codes = xray.strip_codes(header, arrays)["encoder"][0]
+    scales = arrays["strips.encoder.scales"][0].astype(np.float64)
+    embedding = codes.astype(np.float64) / 127 * scales[:, None]
     expected = np.array(trace["embeddings"]["encoder"]["sum"])
-    assert np.abs(embedding - expected).max() <= xray["encoder"]["values"][0]["scale"] / 127
+    assert np.abs(embedding - expected).max() <= header["stages"]["encoder"][0]["scale"] / 127
     # the logits give every probability the trace shows
-    logits = np.frombuffer(base64.b64decode(xray["logits"]["float32"]), dtype="<f4").reshape(
-        xray["logits"]["shape"])
-    assert logits.shape == (len(trace["steps"]), len(xray["vocab"]))
+    vocabulary, logits = xray.unpack(answers[1])
+    logits = logits["logits"]
+    assert logits.shape == (len(trace["steps"]), len(vocabulary["vocab"]))
     for row, step in zip(logits, trace["steps"], strict=True):
         finite = row[np.isfinite(row)]
         probs = np.exp(row - finite.max()) / np.exp(finite - finite.max()).sum()
         assert probs[step["id"]] == pytest.approx(step["prob"], abs=1e-5)
+
+
+def test_the_json_xray_answer_is_gone(app_client):
+    """No page read POST /api/xray (every number is in the packed answers): it went (issue 56)."""
+    assert app_client.post("/api/xray", json={"text": TEXT}).status_code in (404, 405)
+    assert "/api/xray" not in app_client.get("/openapi.json").json()["paths"]
+
+
+def test_the_view_carries_the_models_own_stages(app_client):
+    """The header's layout is record.py's list, stage for stage as the strips go, which the page's
+    scripts draw their rows and frames from (tests/app/test_xray_layout.py holds them to it)."""
+    from app import xray
+    from model.explain.record import layout
+
+    header, _ = xray.unpack(app_client.post("/api/xray/view", json={"text": TEXT, "max_len": 6}).content)
+    for side in ("encoder", "decoder"):
+        entries = header["layout"][side]
+        assert entries == layout(side, 1 + max(e["layer"] for e in entries if e["layer"] is not None))
+        strips = [e for e in entries if e["kind"] != "logits"]
+        assert [(e["name"], e["layer"]) for e in strips] == [
+            (s["name"], s["layer"]) for s in header["stages"][side]]
+    assert header["layout"]["decoder"][-1]["kind"] == "logits"
 
 
 def test_an_opened_attention_block_is_the_traced_head(app_client):
@@ -134,9 +159,9 @@ def test_the_view_carries_every_number_the_page_read_before(app_client, options)
 def test_the_views_rounding_error_is_half_a_unit_of_the_shown_decimal(app_client):
     """What the view rounds, it rounds to the trace's decimals: attention weights to 10⁻⁵ (within
     5·10⁻⁶ of the model's float32 weight), the strips to 1/127 of the stage's largest value."""
+    from app import xray
     from app.pages.xray import XrayRequest
-    from model.explain import xray
-    from model.explain.record import SUBLAYERS
+    from model.explain.record import ATTENTION_KINDS, SUBLAYERS
 
     body = {"text": TEXT, "max_len": 6}
     header, arrays = xray.unpack_all(app_client.post("/api/xray/view", json=body).content,
@@ -144,7 +169,7 @@ def test_the_views_rounding_error_is_half_a_unit_of_the_shown_decimal(app_client
     _, every = xray.unpack(app_client.post("/api/xray/heads", json=body).content)
     trace, _ = app_client.app.state.engine.trace(XrayRequest(**body))
     recorded = trace.recorded
-    for kind, side, sublayer in xray.ATTENTION_KINDS:
+    for kind, (side, sublayer) in ATTENTION_KINDS.items():
         assert sublayer in SUBLAYERS[side]
         planes = every[f"attention.{kind}"].astype(np.uint32)
         codes = planes[0] | (planes[1] << 8) | (planes[2] << 16)
@@ -168,8 +193,8 @@ def test_head_averages_are_exact_where_shown_and_coarse_below_the_lines(app_clie
     """The view's head averages on a long sentence (many weights below the 0.03 a line needs):
     the page's own mean of every head (==) at every drawn line and each row's three largest,
     elsewhere at most 0.01 under it and still below 0.03 — and the exact ones are a minority."""
+    from app import xray
     from bench.xray_payload import _mean, heads, page_mean, shown_mean
-    from model.explain import xray
 
     body = {"text": "After the long meeting the students and their teacher walked slowly to the "
                     "old library near the river, where they read until the evening.", "max_len": 40}
@@ -198,11 +223,12 @@ def test_head_averages_are_exact_where_shown_and_coarse_below_the_lines(app_clie
 
 
 def test_the_logits_come_apart_and_are_the_models(app_client):
-    from model.explain import xray
+    from app import xray
+    from bench.xray_payload import old_answer
 
     body = {"text": TEXT, "max_len": 6}
     header, arrays = xray.unpack(app_client.post("/api/xray/logits", json=body).content)
-    old = app_client.post("/api/xray", json=body).json()
+    old = old_answer(app_client, body)
     assert header["vocab"] == old["vocab"]
     assert arrays["logits"].tobytes() == base64.b64decode(old["logits"]["float32"])
     view, _ = xray.unpack(app_client.post("/api/xray/view", json=body).content)
@@ -212,7 +238,7 @@ def test_the_logits_come_apart_and_are_the_models(app_client):
 def test_the_decoder_strips_come_apart_and_the_view_says_their_scales(app_client):
     """The landing frame draws no decoder strip, so the view leaves them out and carries each
     decoder row's ±m (the number beside its name) instead; /api/xray/strips brings them."""
-    from model.explain import xray
+    from app import xray
 
     body = {"text": TEXT, "max_len": 6}
     view_header, view = xray.unpack(app_client.post("/api/xray/view", json=body).content)
@@ -249,7 +275,7 @@ def test_the_view_carries_the_sentence_by_the_other_decoding(app_client, options
     """The translation shown above the player (issue 26, item 5): beam search with 4 beams, or
     greedy decoding when the view is beam 4's own; never forced; the same text /api/translate
     gives for that decoding, cut by the same max_len."""
-    from model.explain import xray
+    from app import xray
 
     for max_len in (6, 2):
         body = {"text": TEXT, "max_len": max_len, **options}
@@ -269,7 +295,7 @@ def test_the_other_decoding_is_read_from_its_kept_trace_when_there_is_one(fresh_
     """Switching decodings: the view of beam 4 after greedy's trace reads greedy's translation from
     the kept trace (one encoder pass: the beam trace's own), and a sentence with nothing kept runs
     the lean decoder as well (two)."""
-    from model.explain import xray
+    from app import xray
 
     fresh_client.post("/api/trace", json={"text": TEXT, "max_len": 6})  # greedy, kept
     greedy = fresh_client.post("/api/translate", json={"text": TEXT, "max_len": 6}).json()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from model.explain import xray
+from app import xray
 
 TEXT = "The cat sits on the mat."
 

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
-from model.explain import xray
+from app import xray
 from tests.e2e.conftest import ARTIFACTS, running_server
 
 pytestmark = pytest.mark.e2e

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import torch
 
+from app import xray
 from app.pages.decode import beam_lineage
 from bench.xray_payload import page_mean, shown, shown_mean
 from model.decoding import filter_distribution, length_penalty
@@ -342,11 +343,10 @@ def test_the_views_sampling_rows_and_numbers_are_what_the_page_drew_before(serve
         if body.get("forced_prefix"):
             plain = api(server, "/api/trace", {"text": body["text"]})
             assert [s["token"] for s in got["original"]["steps"]] == [s["token"] for s in plain["steps"]]
-        old = api(server, "/api/xray", body)
-        stage = old["decoder"]["values"][-1]
-        codes = np.frombuffer(base64.b64decode(stage["codes"]), dtype=np.int8)[: stage["shape"][1]]
-        factor = stage["scales"][0] / 127
+        header, arrays = xray.unpack_all(base64.b64decode(item["view"]), base64.b64decode(item["strips"]))
+        codes = xray.strip_codes(header, arrays)["decoder"][-1][0]  # torch's: tests/e2e/test_xray_strips.py
+        factor = float(arrays["strips.decoder.scales"][-1][0]) / 127
         assert got["strip"] == [float(np.float32(c * factor)) for c in codes.tolist()]
-        assert got["vocab"] == len(old["vocab"])
+        assert got["vocab"] == len(xray.unpack(base64.b64decode(item["logits"]))[0]["vocab"])
     assert rows >= 12 * 15 * 5
     assert same >= 0.9 * rows

@@ -1,6 +1,7 @@
 """The x-ray's strips survive their packing exactly (issue 27). ``/api/xray/view`` sends each Add &
 Norm strip as its codes minus a guess (LayerNorm of the two strips before it); static/js/xray/data.js,
-run in node, must undo that to the very codes ``/api/xray`` sends — so every colour and every
+run in node, must undo that to the very codes ``/api/xray`` sent (``bench.xray_payload.old_answer``
+computes them with torch now the route is gone) — so every colour and every
 hovered value (code / 127 × its position's scale, printed to 3 decimals) is what it was. On the
 shipped checkpoint and on a Marian model (``--model``), short and long sentences, beam and a
 forced prefix. The rounding error is unchanged: each value within half a code step of the
@@ -18,10 +19,11 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from app import xray
 from app.main import create_app
 from app.settings import Settings
 from bench.common import sentences
-from model.explain import xray
+from bench.xray_payload import old_answer
 
 pytestmark = pytest.mark.e2e
 NODE = "/usr/bin/node"
@@ -63,7 +65,7 @@ def decoded_in_node(views: list[tuple[bytes, bytes | None]]) -> list[dict]:
 
 
 def expected(old: dict, side: str) -> list[list[float]]:
-    """/api/xray's strips as data.js has always decoded them: float32(code × (scale / 127))."""
+    """The old /api/xray's strips as data.js has always decoded them: float32(code × (scale / 127))."""
     out = []
     for stage in old[side]["values"]:
         codes = np.frombuffer(base64.b64decode(stage["codes"]), np.int8).reshape(stage["shape"])
@@ -80,7 +82,7 @@ def check(client: TestClient, bodies: list[dict]) -> int:
         header, arrays = xray.unpack_all(*view)
         assert set(header["norm_prediction"]) == {"encoder", "decoder"}, "Add & Norms as corrections"
         assert not got["alone"]  # the view itself leaves the decoder's strips out
-        old = client.post("/api/xray", json=body).json()
+        old = old_answer(client, body)  # what /api/xray answered: torch's codes
         codes = xray.strip_codes(header, arrays)
         for side in ("encoder", "decoder"):
             assert got[side] == expected(old, side), (body, side)

@@ -235,7 +235,7 @@ def test_request_time_limit(tiny_checkpoint):
 
 
 @pytest.mark.parametrize("path", ["/api/figures/decode", "/api/trace", "/api/translate",
-                                  "/api/figures/pipeline", "/api/xray"])
+                                  "/api/figures/pipeline", "/api/xray/view"])
 @pytest.mark.parametrize("temperature", [1e-38, 5.1e-230, 1e-7])
 def test_tiny_temperatures_are_a_422_never_a_500(client, path, temperature):
     body = {**SENTENCE, "strategy": "sample", "temperature": temperature}

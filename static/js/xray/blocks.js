@@ -102,7 +102,7 @@ function matrixCanvas(rows, pixel) {
 function heatmapStep(row, head, position) {
   const matrix = attentionMatrix(row)[head];
   const queryTokens = row.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input;
-  const keyTokens = row.kind === "cross" || row.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input;
+  const keyTokens = row.attends === "cross" || row.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input;
   const rows = row.side === "decoder" ? Math.min(position + 1, matrix.length) : matrix.length;
   const cols = keyTokens.length;
   const cell = Math.max(3, Math.min(18, Math.floor(300 / Math.max(cols, rows))));
@@ -113,7 +113,7 @@ function heatmapStep(row, head, position) {
   const ctx = canvas.getContext("2d");
   for (let i = 0; i < rows; i++) {
     for (let j = 0; j < cols; j++) {
-      const masked = row.kind === "decoder_self" && j > i;
+      const masked = row.masked && j > i;
       ctx.fillStyle = masked ? palette.css("--masked") : palette.rgb(palette.sequential(matrix[i][j]));
       ctx.fillRect(j * cell, i * cell, cell - (cell > 5 ? 1 : 0), cell - (cell > 5 ? 1 : 0));
       if (masked && cell > 5) {
@@ -133,7 +133,7 @@ function heatmapStep(row, head, position) {
     const j = Math.floor(((event.clientX - box.left) / box.width) * cols);
     const i = Math.floor(((event.clientY - box.top) / box.height) * rows);
     if (i < 0 || j < 0 || i >= rows || j >= cols) return;
-    const masked = row.kind === "decoder_self" && j > i;
+    const masked = row.masked && j > i;
     canvas.title = `${queryTokens[i]} → ${keyTokens[j]}: ${masked ? "−∞ → 0" : fixed(matrix[i][j], 4)}`;
   });
   canvas.setAttribute("role", "img");
@@ -199,10 +199,10 @@ function blockLinks(row, data, head) {
     carried.set("head", String(/^\d+$/.test(S.head) ? S.head : 0));
     carried.set("q", String(data.position));
     path = "/attention";
-  } else if (row.side === "decoder" && row.block !== "embedding") {
+  } else if (row.side === "decoder" && row.part !== "embed") {
     carried.set("layer", String(row.layer ?? cfg.n_decoder_layers - 1));
     path = "/decode";
-  } else if (row.block !== "embedding") {
+  } else if (row.part !== "embed") {
     path = "/attention";
   }
   const a = el("a", `${t("xray.deep_dive")} ↗`);
@@ -230,8 +230,8 @@ function switchOffParts(row, head) {
     return [[`${name}.${head + 1}`, t("xray.switch_head_off", { n: head + 1 })],
       [name, t("xray.switch_sublayer_off")]];
   }
-  if (row.block === "ffn") return [[`${row.side === "encoder" ? "encffn" : "decffn"}.${row.layer + 1}`, t("xray.switch_sublayer_off")]];
-  if (row.block === "embedding") return [[row.side === "encoder" ? "pos.enc" : "pos.dec", t("xray.switch_positions_off")]];
+  if (row.part === "feed_forward") return [[`${row.side === "encoder" ? "encffn" : "decffn"}.${row.layer + 1}`, t("xray.switch_sublayer_off")]];
+  if (row.part === "embed") return [[row.side === "encoder" ? "pos.enc" : "pos.dec", t("xray.switch_positions_off")]];
   return [];
 }
 
@@ -242,11 +242,11 @@ export function renderBlock(state) {
   const title = el("p", `${data.token} · ${row.side === "encoder" ? t("xray.encoder") : t("xray.decoder")}`
     + (row.layer !== undefined ? ` · ${t("word.layer", { n: row.layer + 1 })}` : ""), "xr-sub");
   parts.push(title);
-  if (data.block === "embedding") {
+  if (row.part === "embed") {
     parts.push(vectorStep("token", t("xray.b.token_vec", { d: s.d_model }), data.token_vector));
     parts.push(vectorStep("position", t("xray.b.pos_vec", { p: data.position }), data.position_vector));
     parts.push(vectorStep("sum", t("xray.b.emb_sum"), data.sum));
-  } else if (data.block === "self_attention" || data.block === "cross_attention") {
+  } else if (row.part === "attention") {
     parts.push(vectorStep("x", t("xray.b.x", { p: data.position }), data.x, `1×${s.d_model} (${s.length}×${s.d_model})`));
     parts.push(previewStep("w_q", t("xray.b.wq"), data.weights.w_q));
     parts.push(vectorStep("q_full", t("xray.b.q_full"), data.q_full, `1×${s.d_model}`));
@@ -271,7 +271,7 @@ export function renderBlock(state) {
     const keys = data.key_tokens;
     const n = keys.length;
     parts.push(vectorStep("q", t("xray.b.q", { n: state.head + 1 }), head.q, `1×${data.d_k}`));
-    const cross = data.block === "cross_attention";
+    const cross = row.attends === "cross";
     parts.push(previewStep("w_k", t(cross ? "xray.b.wk_memory" : "xray.b.wk"), data.weights.w_k));
     parts.push(step("k", t("xray.b.k"), `${n}×${data.d_k}`, matrixCanvas(head.k, 4)));
     parts.push(cells("raw", t("xray.b.raw"), `1×${n}`, keys, head.raw));
@@ -284,8 +284,8 @@ export function renderBlock(state) {
     parts.push(vectorStep("out", t("xray.b.out"), head.out, `1×${data.d_k}`));
     parts.push(vectorStep("concat", t("xray.b.concat", { h: s.n_heads }), data.concat, `1×${s.d_model}`));
     parts.push(previewStep("w_o", t("xray.b.wo"), data.weights.w_o));
-    parts.push(vectorStep("output", t("xray.b.output"), data.output, `1×${s.d_model}`));
-  } else if (data.block.startsWith("add_norm")) {
+    parts.push(vectorStep("result", t("xray.b.output"), data.output, `1×${s.d_model}`));
+  } else if (row.part === "add_norm") {
     parts.push(vectorStep("residual", t("xray.b.residual"), data.residual));
     parts.push(vectorStep("sublayer", t("xray.b.sublayer"), data.sublayer));
     parts.push(vectorStep("sum", t("xray.b.sum"), data.sum));
@@ -296,8 +296,8 @@ export function renderBlock(state) {
     parts.push(vectorStep("normalized", t("xray.b.normalized"), data.normalized));
     parts.push(vectorStep("gamma", t("xray.b.gamma"), data.gamma));
     parts.push(vectorStep("beta", t("xray.b.beta"), data.beta));
-    parts.push(vectorStep("output", t("xray.b.ln_out"), data.output));
-  } else if (data.block === "ffn") {
+    parts.push(vectorStep("result", t("xray.b.ln_out"), data.output));
+  } else if (row.part === "feed_forward") {
     parts.push(vectorStep("x", t("xray.b.x", { p: data.position }), data.x));
     parts.push(previewStep("w_1", t("xray.b.w1"), data.weights.w_1));
     parts.push(vectorStep("pre", t("xray.b.pre", { act: cfg.activation }), data.pre));
@@ -305,8 +305,8 @@ export function renderBlock(state) {
     hidden.dataset.active = data.active;
     parts.push(hidden);
     parts.push(previewStep("w_2", t("xray.b.w2"), data.weights.w_2));
-    parts.push(vectorStep("output", t("xray.b.ffn_out"), data.output));
-  } else if (data.block === "output") {
+    parts.push(vectorStep("result", t("xray.b.ffn_out"), data.output));
+  } else if (row.part === "logits") {
     parts.push(vectorStep("x", t("xray.b.final"), data.x));
     parts.push(previewStep("w_out", t("xray.b.wout"), data.weights.w_out));
     const table = el("table", null, "xr-dist");

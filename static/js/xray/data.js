@@ -1,7 +1,9 @@
 /* Decoding the x-ray's packed answers (no page access): POST /api/xray/view, the one download per
    sentence, POST /api/xray/heads, asked for when a head is picked or an attention block opens,
    and POST /api/xray/logits, asked for when a sampling knob first turns. The layout is
-   model/explain/xray.py's: a uint32 header length, a JSON header, then typed arrays. */
+   app/xray/wire.py's: a uint32 header length, a JSON header, then typed arrays. The view's header
+   carries the model's own list of stages (``layout``: model/explain/record.py's), and every
+   stage and sublayer name here is read from it, never spelled. */
 
 const TYPES = { int8: Int8Array, uint8: Uint8Array, uint16: Uint16Array, uint32: Uint32Array, float32: Float32Array };
 const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
@@ -30,7 +32,7 @@ export function unpack(buffer) {
 }
 
 /** The int8 codes LayerNorm(residual + sublayer) · γ + β would get at the output's scales, from
-    the two strips before it: model/explain/xray.py's norm_prediction, operation for operation
+    the two strips before it: app/xray/strips.py's norm_prediction, operation for operation
     (integer sums, then the same float64 operations in the same order), so the guess is the
     server's bit for bit. a, b, out: offsets of the (L, d) stages in codes; scales (stages, L). */
 function normPrediction(codes, scales, length, d, a, b, out, gamma, beta, eps) {
@@ -56,7 +58,7 @@ function normPrediction(codes, scales, length, d, a, b, out, gamma, beta, eps) {
   return guess;
 }
 
-/** Base-3 corrections, five per byte (model/explain/xray.py's _trits), with the few beyond ±1
+/** Base-3 corrections, five per byte (app/xray/wire.py's trits), with the few beyond ±1
     at the running sums of gaps → count int8 corrections. */
 const TRITS = Int8Array.from({ length: 243 * 5 }, (_, i) => (Math.floor(Math.floor(i / 5) / 3 ** (i % 5)) % 3) - 1);
 
@@ -152,7 +154,7 @@ function attention(array) {
 const BITS = new Float64Array(1);
 const BITS_INT = new BigInt64Array(BITS.buffer);
 
-/** A head average as model/explain/xray.py's shown_means sends it: where ``.exact`` is set,
+/** A head average as app/xray/view.py's shown_means sends it: where ``.exact`` is set,
     sum / (n · 10⁵) moved by its nudge in float64 steps — the very float the page took before
     as the mean of every head's weights —, elsewhere coarse / 100 (below the weight from which a
     line is drawn, and never among a row's three largest: nothing shows it). */
@@ -194,10 +196,8 @@ export function meanOf(matrices) {
 /** The attention of a view saved before the heads went apart (every head in it), as a view of
     today reads: every head, their means per layer and the narration's mean over all of them. */
 function oldAttention(arrays) {
-  const all = {
-    encoder: attention(arrays["attention.encoder"]), decoder_self: attention(arrays["attention.decoder_self"]),
-    cross: attention(arrays["attention.cross"]),
-  };
+  const all = Object.fromEntries(Object.keys(arrays).filter((name) => /^attention\.[a-z_]+$/.test(name))
+    .map((name) => [name.slice("attention.".length), attention(arrays[name])]));
   const mean = Object.fromEntries(Object.entries(all).map(([kind, layers]) => [kind, layers.map(meanOf)]));
   return { heads: all, mean, overall: meanOf(all.cross.flat()) };
 }
@@ -206,61 +206,68 @@ function oldAttention(arrays) {
 function attentionMeans(header, arrays) {
   if (arrays["attention.encoder"]) return oldAttention(arrays);
   const { heads, overall, shapes } = header.attention_means;
-  const mean = Object.fromEntries(["encoder", "decoder_self", "cross"].map(
-    (kind) => [kind, means(arrays, `attention.${kind}`, heads, shapes[kind])]));
+  const kinds = Object.keys(shapes).filter((kind) => !kind.includes("."));
+  const mean = Object.fromEntries(kinds.map((kind) => [kind, means(arrays, `attention.${kind}`, heads, shapes[kind])]));
   return { heads: null, mean, overall: means(arrays, "attention.cross.overall", overall, shapes["cross.overall"]) };
 }
 
+/** The attention stages of a side's layer 0 (each one's name and the name of its weights). */
+const attentionsOf = (layout, side) => layout[side].filter((entry) => entry.kind === "attention" && entry.layer === 0);
+
 /** /api/xray/heads → every head's weights, set on the trace's layers as /api/trace has them
-    (``self_attention`` and ``cross_attention``: [head][query][key]). */
+    (by each attention's name: [head][query][key]). */
 export function decodeHeads(buffer, trace) {
   const { arrays } = unpack(buffer);
-  const self = { encoder: attention(arrays["attention.encoder"]), decoder: attention(arrays["attention.decoder_self"]) };
-  const cross = attention(arrays["attention.cross"]);
-  trace.encoder.forEach((layer, l) => { layer.self_attention = self.encoder[l]; });
-  trace.decoder.forEach((layer, l) => { layer.self_attention = self.decoder[l]; layer.cross_attention = cross[l]; });
+  for (const side of ["encoder", "decoder"]) {
+    for (const entry of attentionsOf(trace.layout, side)) {
+      const weights = attention(arrays[`attention.${entry.weights}`]);
+      trace[side].forEach((layer, l) => { layer[entry.name] = weights[l]; });
+    }
+  }
   trace.heads = true;
 }
 
-/** Per layer of a side, what the page reads of /api/trace's layers: the attention weights
-    averaged over the heads (``self_attention_mean``, ``cross_attention_mean``; every head's,
-    ``self_attention`` and ``cross_attention``, null until /api/xray/heads), each Add & Norm's
-    three sizes (code / 10³) and the FFN's active share (code / 10⁴). */
-function layers(header, arrays, side, weights) {
+/** Per layer of a side, what the page reads of /api/trace's layers, by the layout's names: each
+    attention's weights averaged over the heads (``<name>_mean``; every head's, ``<name>``, null
+    until /api/xray/heads), each Add & Norm's three sizes (code / 10³) and the FFN's active share
+    (code / 10⁴). */
+function layers(header, arrays, side, weights, layout) {
   const norms = nested(arrays[`norms.${side}`].data, arrays[`norms.${side}`].shape, 1e3);
   const ffn = nested(arrays[`ffn.${side}`].data, arrays[`ffn.${side}`].shape, 1e4);
-  const names = side === "encoder" ? ["add_norm1", "add_norm2"] : ["add_norm1", "add_norm2", "add_norm3"];
-  const kind = side === "encoder" ? "encoder" : "decoder_self";
-  return weights.mean[kind].map((mean, l) => {
-    const layer = {
-      self_attention: weights.heads ? weights.heads[kind][l] : null, self_attention_mean: mean,
-      ffn: { active_share: ffn[l] },
-    };
-    if (side === "decoder") {
-      layer.cross_attention = weights.heads ? weights.heads.cross[l] : null;
-      layer.cross_attention_mean = weights.mean.cross[l];
+  const first = layout[side].filter((entry) => entry.layer === 0);
+  return norms.map((_, l) => {
+    const layer = {};
+    for (const entry of first) {
+      if (entry.kind === "attention") {
+        layer[entry.name] = weights.heads ? weights.heads[entry.weights][l] : null;
+        layer[`${entry.name}_mean`] = weights.mean[entry.weights][l];
+      } else if (entry.kind === "feed_forward") {
+        layer[entry.name] = { active_share: ffn[l] };
+      } else if (entry.kind === "add_norm") {
+        layer[entry.name] = Object.fromEntries(header.norms.map((norm, k) => [norm, norms[l][entry.norm][k]]));
+      }
     }
-    names.forEach((name, a) => {
-      layer[name] = Object.fromEntries(header.norms.map((norm, k) => [norm, norms[l][a][k]]));
-    });
     return layer;
   });
 }
 
 /** /api/xray/view → { trace, xr, original, alternative }: trace with the fields of /api/trace the page reads
-    (every head's attention only in a view saved before they went apart: trace.heads says),
+    (every head's attention only in a view saved before they went apart: trace.heads says) and
+    the model's stages (``layout``: the header's; ``fallback``, the page's model's, for a view
+    saved before headers carried theirs),
     xr the strips (the decoder's null until /api/xray/strips), the sampling table's rows and the length penalty (logits: null until asked),
     original the unforced translation's steps when a prefix was forced, alternative the sentence
     by the other decoding (beam 4, or greedy when the view is beam 4's; null in older files). */
-export function decodeView(buffer) {
+export function decodeView(buffer, fallback = null) {
   const { header: h, arrays } = unpack(buffer);
+  const layout = h.layout || fallback;
   const weights = attentionMeans(h, arrays);
   const trace = {
     text: h.text, translation: h.translation, finished: h.finished, options: h.options,
     source_tokens: h.source_tokens, target_tokens: h.target_tokens, decoder_input: h.decoder_input,
     steps: h.steps, beam: h.beam, embeddings: { encoder: { sum: h.embedding_head } },
-    encoder: layers(h, arrays, "encoder", weights), decoder: layers(h, arrays, "decoder", weights),
-    cross_overall: weights.overall, heads: weights.heads !== null,
+    encoder: layers(h, arrays, "encoder", weights, layout), decoder: layers(h, arrays, "decoder", weights, layout),
+    cross_overall: weights.overall, heads: weights.heads !== null, layout,
   };
   const ids = arrays["sampling.ids"];
   const [steps, rows] = ids.shape;
@@ -273,6 +280,7 @@ export function decodeView(buffer) {
   // the decoder's strips come from /api/xray/strips when the player first moves (decodeStrips);
   // a view saved before they went apart carries them. ranges: each decoder row's ±m meanwhile
   const xr = {
+    layout,
     encoder: { stages: h.stages.encoder, values: sideStrips(h, arrays, "encoder") },
     decoder: { stages: h.stages.decoder, values: arrays["strips.decoder.scales"] ? sideStrips(h, arrays, "decoder") : null,
       ranges: h.strip_ranges ? h.strip_ranges.decoder : null },

@@ -1,29 +1,34 @@
-/* The timeline, in the order the model computes: the encoder once, layer by layer (self-attention,
-   Add & Norm, FFN, Add & Norm in each), then at every decoding step the new token's embedding,
-   decoder layer 1's six sub-steps, layer 2's, …, and the output. A frame is one sub-step; a row
-   is computed (its strip shown) once its sub-step has run, and lit only while it runs. */
+/* The timeline, in the order the model computes: the encoder once, layer by layer, then at every
+   decoding step the new token's embedding, decoder layer 1's sub-steps, layer 2's, …, and the
+   output. The sub-steps are the model's own stages, as the view's header lists them
+   (S.xr.layout: model/explain/record.py's layout), so another layout or more layers need no
+   change here. A frame is one sub-step; a row is computed (its strip shown) once its sub-step has
+   run, and lit only while it runs. */
 
 import { S } from "./state.js";
-import { cfg } from "./dom.js";
 
-export const ENC_LAYER = ["self_attention", "add_norm1", "ffn", "add_norm2"];
-export const DEC_LAYER = ["self_attention", "add_norm1", "cross_attention", "add_norm2", "ffn", "add_norm3"];
-
-/** The sub-steps of one phase ({side, name, layer}): t = 0 the encoder, t ≥ 1 decoding step t. */
+/** The sub-steps of one phase ({side, name, layer, part, attends, end}): t = 0 the encoder, t ≥ 1
+    decoding step t. part is the stage's kind (embed, attention, add_norm, feed_forward, logits);
+    end, whether it is the last stage of its layer. */
 function phase(t) {
   const side = t === 0 ? "encoder" : "decoder";
-  const subs = t === 0 ? [{ side, name: "tokens" }, { side, name: "embedding" }] : [{ side, name: "embedding" }];
-  const layers = t === 0 ? cfg.n_encoder_layers : cfg.n_decoder_layers;
-  for (let layer = 0; layer < layers; layer++) {
-    for (const name of t === 0 ? ENC_LAYER : DEC_LAYER) subs.push({ side, name, layer });
-  }
-  if (t > 0) subs.push({ side, name: "output" });
+  const entries = S.xr.layout[side];
+  const subs = t === 0 ? [{ side, name: "tokens" }] : [];
+  entries.forEach((entry, i) => {
+    const sub = { side, name: entry.name, part: entry.kind };
+    if (entry.layer !== null) {
+      sub.layer = entry.layer;
+      sub.end = !entries[i + 1] || entries[i + 1].layer !== entry.layer;
+    }
+    if (entry.attends) sub.attends = entry.attends;
+    subs.push(sub);
+  });
   return subs;
 }
 
 /** S.frames for S.detail: "blocks" every sub-step; "steps" (fast) the start, the finished
-    encoder and each step's output only. A frame is {t, sub, subs, side, name, layer}: sub is its
-    index among the subs sub-steps of its phase. */
+    encoder and each step's output only. A frame is {t, sub, subs, side, name, layer, part}: sub
+    is its index among the subs sub-steps of its phase. */
 export function buildFrames() {
   const all = [];
   for (let t = 0; t <= S.trace.steps.length; t++) {
@@ -31,7 +36,7 @@ export function buildFrames() {
     subs.forEach((f, sub) => all.push({ ...f, t, sub, subs: subs.length }));
   }
   S.frames = S.detail === "steps"
-    ? all.filter((f) => (f.t === 0 && (f.sub === 0 || f.sub === f.subs - 1)) || f.name === "output")
+    ? all.filter((f) => (f.t === 0 && (f.sub === 0 || f.sub === f.subs - 1)) || f.part === "logits")
     : all;
 }
 
@@ -39,9 +44,9 @@ export function current() {
   return S.frames[S.frame] || { t: 0, sub: 0, subs: 1, side: "encoder", name: "tokens" };
 }
 
-/** The index of time step t's first frame named name (−1 if there is none). */
-export function frameIndex(t, name) {
-  return S.frames.findIndex((f) => f.t === t && f.name === name);
+/** The index of time step t's first frame of kind part (−1 if there is none). */
+export function frameIndex(t, part) {
+  return S.frames.findIndex((f) => f.t === t && f.part === part);
 }
 
 /** The first frame at or after (t, sub): where to stay when the frames are rebuilt. */
@@ -50,17 +55,13 @@ export function frameAtOrAfter(t, sub) {
   return index < 0 ? S.frames.length - 1 : index;
 }
 
-/** A row's sub-step within its phase (tokens and embedding rows of the decoder share the first,
-    its output and chosen rows the last). */
+/** A row's sub-step within its phase: its stage's place in the layout (the encoder's tokens come
+    first; the decoder's tokens row shares the embedding's, its chosen row the output's). */
 function rowOrder(row) {
-  if (row.side === "encoder") {
-    if (row.type === "tokens") return 0;
-    if (row.layer === undefined) return 1;
-    return 2 + ENC_LAYER.length * row.layer + ENC_LAYER.indexOf(row.block);
-  }
-  if (row.type === "tokens" || row.block === "embedding") return 0;
-  if (row.layer === undefined) return 1 + DEC_LAYER.length * cfg.n_decoder_layers;
-  return 1 + DEC_LAYER.length * row.layer + DEC_LAYER.indexOf(row.block);
+  if (row.side === "encoder") return row.type === "tokens" ? 0 : 1 + row.index;
+  if (row.type === "tokens") return 0;
+  if (row.type === "chosen") return S.xr.layout.decoder.length - 1;
+  return row.index;
 }
 
 /** What a row shows at a frame: lanes, how many positions it has computed; fresh, whether its

@@ -15,7 +15,7 @@
    and zooming into a layer), chapters.js (the guided chapters on the live picture). */
 
 import { S, saveFrame } from "./state.js";
-import { $, cfg } from "./dom.js";
+import { $, cfg, SIZES } from "./dom.js";
 import { decodeStrips, decodeView } from "./data.js";
 import { buildFrames, current, frameAtOrAfter } from "./frames.js";
 import { buildRows, buildTokens, heatLinks, layoutAll, loadStrips } from "./rows.js";
@@ -48,7 +48,7 @@ async function show(view, req, heads = null, strips = null) {
   document.body.dataset.xray = "loading";
   S.playing = false;
   clearTimeout(S.timer);
-  const { trace, xr, original, alternative } = decodeView(view);
+  const { trace, xr, original, alternative } = decodeView(view, SIZES.layout); // older files: this model's
   S.view = view;
   S.req = req;
   S.trace = trace;

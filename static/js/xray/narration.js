@@ -9,6 +9,10 @@ function addNorm(an, pos) {
   return { a: fixed(an.residual_norm[pos], 1), b: fixed(an.sublayer_norm[pos], 1), c: fixed(an.normed_norm[pos], 1) };
 }
 
+/* The strings are found by the stage's own name (xray.n.enc.<name>, xray.n.dec.<name>); the last
+   stage of the last layer has its own (the encoder's memory, the decoder's hand-over to the
+   output: <name>_last, xray.n.enc.memory). */
+
 function encoderText(frame) {
   const tr = S.trace;
   const focusPos = S.focus && S.focus.side === "encoder" ? S.focus.pos : Math.min(1, tr.source_tokens.length - 1);
@@ -16,28 +20,28 @@ function encoderText(frame) {
   if (frame.name === "tokens") {
     return t("xray.n.enc.tokens", { n: tr.source_tokens.length, tokens: tr.source_tokens.join(" · "), v: SIZES.vocab_en });
   }
-  if (frame.name === "embedding") {
-    return t("xray.n.enc.embedding", { d: cfg.d_model, s: fixed(Math.sqrt(cfg.d_model), 0), tok,
+  const key = `xray.n.enc.${frame.name}`;
+  if (frame.part === "embed") {
+    return t(key, { d: cfg.d_model, s: fixed(Math.sqrt(cfg.d_model), 0), tok,
       vals: tr.embeddings.encoder.sum[focusPos].slice(0, 3).map((v) => fixed(v, 2)).join(", ") });
   }
   const layer = tr.encoder[frame.layer];
   const where = { layer: frame.layer + 1, layers: tr.encoder.length, tok };
-  switch (frame.name) {
-    case "self_attention": {
-      const w = headWeights(layer, "self_attention")[focusPos];
+  switch (frame.part) {
+    case "attention": {
+      const w = headWeights(layer, frame.name)[focusPos];
       const k = argmax(w, focusPos);
-      return t("xray.n.enc.self_attention", { ...where, h: cfg.n_heads, k: cfg.d_model / cfg.n_heads,
+      return t(key, { ...where, h: cfg.n_heads, k: cfg.d_model / cfg.n_heads,
         key: tr.source_tokens[k], w: fixed(w[k], 2) });
     }
-    case "add_norm1":
-      return t("xray.n.enc.add_norm1", { ...where, ...addNorm(layer.add_norm1, focusPos) });
-    case "ffn": {
-      const share = layer.ffn.active_share.reduce((a, b) => a + b, 0) / layer.ffn.active_share.length;
-      return t("xray.n.enc.ffn", { ...where, d: cfg.d_model, ff: cfg.d_ff, act: cfg.activation, share: fixed(share * 100, 1) });
+    case "feed_forward": {
+      const shares = layer[frame.name].active_share;
+      const share = shares.reduce((a, b) => a + b, 0) / shares.length;
+      return t(key, { ...where, d: cfg.d_model, ff: cfg.d_ff, act: cfg.activation, share: fixed(share * 100, 1) });
     }
-    default: {
-      const last = frame.layer === tr.encoder.length - 1;
-      return t(last ? "xray.n.enc.memory" : "xray.n.enc.add_norm2", { ...where, ...addNorm(layer.add_norm2, focusPos),
+    default: { // an Add & Norm
+      const last = frame.end && frame.layer === tr.encoder.length - 1;
+      return t(last ? "xray.n.enc.memory" : key, { ...where, ...addNorm(layer[frame.name], focusPos),
         next: frame.layer + 2, n: tr.source_tokens.length, d: cfg.d_model });
     }
   }
@@ -48,43 +52,41 @@ function decoderText(frame) {
   const p = frame.t - 1;
   const cur = tr.decoder_input[p];
   const step = tr.steps[p];
-  if (frame.name === "embedding") {
-    return t("xray.n.dec.embedding", { t: frame.t, prefix: tr.decoder_input.slice(0, p + 1).join(" "), cur, p,
+  const key = `xray.n.dec.${frame.name}`;
+  if (frame.part === "embed") {
+    return t(key, { t: frame.t, prefix: tr.decoder_input.slice(0, p + 1).join(" "), cur, p,
       d: cfg.d_model });
   }
-  if (frame.name === "output") {
+  if (frame.part === "logits") {
     const top = step.top.slice(0, 3).map((c) => `P(${c.token}) = ${fixed(c.prob, 3)}`).join(", ");
     const how = t(step.forced ? "xray.how.forced" : `xray.how.${tr.options.strategy}`);
     return step.token === "<eos>"
-      ? t("xray.n.dec.output_eos", { top, how })
-      : t("xray.n.dec.output", { d: cfg.d_model, v: SIZES.vocab_zh, top, how, tok: step.token, prob: fixed(step.prob, 3) });
+      ? t(`${key}_eos`, { top, how })
+      : t(key, { d: cfg.d_model, v: SIZES.vocab_zh, top, how, tok: step.token, prob: fixed(step.prob, 3) });
   }
   const layer = tr.decoder[frame.layer];
   const where = { layer: frame.layer + 1, layers: tr.decoder.length, cur };
-  switch (frame.name) {
-    case "self_attention": {
-      const w = headWeights(layer, "self_attention")[p].slice(0, p + 1);
+  if (frame.part === "attention" && frame.attends === "cross") {
+    const w = headWeights(layer, frame.name)[p];
+    const k = argmax(w, -1);
+    const avg = tr.cross_overall[p]; // every layer's every head, averaged (data.js)
+    const ka = argmax(avg, -1);
+    return t(key, { ...where, src: tr.source_tokens[k], w: fixed(w[k], 2),
+      src_avg: tr.source_tokens[ka], w_avg: fixed(avg[ka], 2) });
+  }
+  switch (frame.part) {
+    case "attention": {
+      const w = headWeights(layer, frame.name)[p].slice(0, p + 1);
       const k = argmax(w, -1);
-      return t("xray.n.dec.self_attention", { ...where, key: tr.decoder_input[k], w: fixed(w[k], 2) });
+      return t(key, { ...where, key: tr.decoder_input[k], w: fixed(w[k], 2) });
     }
-    case "cross_attention": {
-      const w = headWeights(layer, "cross_attention")[p];
-      const k = argmax(w, -1);
-      const avg = tr.cross_overall[p]; // every layer's every head, averaged (data.js)
-      const ka = argmax(avg, -1);
-      return t("xray.n.dec.cross_attention", { ...where, src: tr.source_tokens[k], w: fixed(w[k], 2),
-        src_avg: tr.source_tokens[ka], w_avg: fixed(avg[ka], 2) });
+    case "feed_forward":
+      return t(key, { ...where, d: cfg.d_model, ff: cfg.d_ff, act: cfg.activation,
+        share: fixed(layer[frame.name].active_share[p] * 100, 1) });
+    default: { // an Add & Norm
+      const last = frame.end && frame.layer === tr.decoder.length - 1;
+      return t(last ? `${key}_last` : key, { ...where, ...addNorm(layer[frame.name], p), next: frame.layer + 2 });
     }
-    case "ffn":
-      return t("xray.n.dec.ffn", { ...where, d: cfg.d_model, ff: cfg.d_ff, act: cfg.activation,
-        share: fixed(layer.ffn.active_share[p] * 100, 1) });
-    case "add_norm3": {
-      const last = frame.layer === tr.decoder.length - 1;
-      return t(last ? "xray.n.dec.add_norm3_last" : "xray.n.dec.add_norm3",
-        { ...where, ...addNorm(layer.add_norm3, p), next: frame.layer + 2 });
-    }
-    default: // add_norm1, add_norm2
-      return t(`xray.n.dec.${frame.name}`, { ...where, ...addNorm(layer[frame.name], p) });
   }
 }
 

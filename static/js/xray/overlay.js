@@ -10,7 +10,7 @@ import { figHeight, lanes, laneCount, MEMORY_H, rowTitle, STRIP_H, TOP_BARS } fr
 const COLOURS = { encoder: "#0072b2", decoder_self: "#d55e00", cross: "#009e73" };
 const HEAD_COLOURS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7f7f00", "#000000"];
 
-/** A layer's ``name`` attention ("self_attention" or "cross_attention") → [query][key] for the
+/** A layer's attention called ``name`` (its name in the layout) → [query][key] for the
     chosen head, or the average of all (sent with the view; every head's come when one is
     picked: main.js needHeads). */
 export function headWeights(layer, name) {
@@ -22,7 +22,6 @@ function layerOf(row) {
   return row.side === "encoder" ? S.trace.encoder[row.layer] : S.trace.decoder[row.layer];
 }
 
-const nameOf = (row) => (row.kind === "cross" ? "cross_attention" : "self_attention");
 
 /** Every head's attention on S.trace (one /api/xray/heads request per trace, or the saved
     file's own); resolves once they are there. The view carries only their average. */
@@ -47,30 +46,30 @@ export function needsHeads() {
 
 /** The trace's [head][query][key] weights for an attention row (null until every head's came). */
 export function attentionMatrix(row) {
-  return layerOf(row)[nameOf(row)];
+  return layerOf(row)[row.block];
 }
 
 /** The [query][key] weights an attention row's lines draw: the chosen head's or the average. */
 function rowWeights(row) {
-  return headWeights(layerOf(row), nameOf(row));
+  return headWeights(layerOf(row), row.block);
 }
 
 /** Redraw a row's overlay for this frame (nothing when what it shows has not changed): lines and
     strips only where the row has computed, a veil over the rest. */
 export function drawOverlay(row, frame) {
   const state = rowState(row, frame);
-  const memory = row.kind === "cross" && memoryReady(frame);
+  const memory = row.attends === "cross" && memoryReady(frame);
   const focus = S.focus && S.focus.side === row.side ? S.focus.pos : null;
   // an English token in focus also picks out the cross-attention lines that reach it
-  const keyFocus = row.kind === "cross" && S.focus && S.focus.side === "encoder" ? S.focus.pos : null;
-  const output = row.type === "output" ? `${frame.t}|${frame.name}` : "";
+  const keyFocus = row.attends === "cross" && S.focus && S.focus.side === "encoder" ? S.focus.pos : null;
+  const output = row.type === "logits" ? `${frame.t}|${frame.name}` : "";
   const signature = `${state.lanes}|${state.fresh}|${state.active}|${memory}|${output}|${S.head}|${S.trace.heads}|${focus}|${keyFocus}|${row.width}`;
   if (row.signature === signature) return;
   row.signature = signature;
   const group = [];
   const height = figHeight(row);
-  if (row.type === "output") {
-    const reached = frame.name === "output";
+  if (row.type === "logits") {
+    const reached = frame.part === "logits";
     group.push(...outputBars(row, frame, reached));
     const top = reached ? stepTop(frame.t - 1, TOP_BARS).map((c) => `${c.token} ${fixed(c.prob, 3)}`).join(", ") : "";
     row.fig.setAttribute("role", "img");
@@ -92,7 +91,7 @@ export function drawOverlay(row, frame) {
     group.push(...attentionLines(row, state, newest, focus, keyFocus));
     describeAttention(row, state, newest, focus);
   }
-  if (row.kind === "cross") {
+  if (row.attends === "cross") {
     if (memory) group.push(...memoryLabels(row));
     else group.push(veil(row, 0, 0, MEMORY_H + 14, "memory"));
   }
@@ -100,7 +99,7 @@ export function drawOverlay(row, frame) {
   if (from < n) {
     const top = row.type === "attention" ? row.stripY - 2 : 0;
     group.push(veil(row, x(from) - w / 2, top, height - top, from));
-    if (row.block === "embedding" && row.width - x(from) > 80) {
+    if (row.part === "embed" && row.width - x(from) > 80) {
       group.push(svg("text", { x: x(from) - w / 2 + 4, y: height - 5, "font-size": 10, fill: "#777" }, t("xray.not_yet")));
     }
   }
@@ -135,10 +134,10 @@ function attentionLines(row, state, newest, focus, keyFocus = null) {
     // until every head's weights are here (one request), the average, and labelled so
     : [{ weights: rowWeights(row), colour: COLOURS[row.kind], h: matrix ? S.head : "avg", scale: 1 }];
   const queries = laneCount(row.side);
-  const keys = row.kind === "cross" ? S.trace.source_tokens.length : queries;
+  const keys = row.attends === "cross" ? S.trace.source_tokens.length : queries;
   const q = lanes(row.width, queries);
   const k = lanes(row.width, keys);
-  const top = row.kind === "cross" ? MEMORY_H + 14 : 0;
+  const top = row.attends === "cross" ? MEMORY_H + 14 : 0;
   const bottom = row.stripY - 1;
   const mid = (top + bottom) / 2;
   const limit = Math.min(state.lanes, queries);
@@ -178,7 +177,7 @@ function describeAttention(row, state, newest, focus) {
   let text = `${name}, ${t("word.layer", { n: row.layer + 1 })}`;
   if (query !== null && query >= 0 && query < state.lanes) {
     const weights = rowWeights(row)[query];
-    const keys = row.kind === "cross" ? S.trace.source_tokens : (row.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input);
+    const keys = row.attends === "cross" ? S.trace.source_tokens : (row.side === "encoder" ? S.trace.source_tokens : S.trace.decoder_input);
     const queryToken = row.side === "encoder" ? S.trace.source_tokens[query] : S.trace.decoder_input[query];
     const best = weights.map((w, k) => [w, k]).sort((a, b) => b[0] - a[0]).slice(0, 3);
     text += `: ${queryToken} → ${best.map(([w, k]) => `${keys[k]} ${fixed(w, 2)}`).join(", ")}`;
@@ -247,7 +246,7 @@ export function drawTokens(frame) {
 export function drawChosen(frame) {
   const row = S.rows.find((r) => r.type === "chosen");
   const steps = S.trace.steps;
-  const done = frame.t === 0 ? 0 : (frame.name === "output" ? frame.t : frame.t - 1);
+  const done = frame.t === 0 ? 0 : (frame.part === "logits" ? frame.t : frame.t - 1);
   const spans = [];
   for (let i = 0; i < done; i++) {
     const span = el("span", steps[i].token, steps[i].forced ? "xr-forced" : null);

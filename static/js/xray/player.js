@@ -16,7 +16,7 @@ import { layoutAll, loadStrips } from "./rows.js";
 // choice hold longer. 0.25× and 0.5× leave time to read every sentence of the narration.
 const SUB_MS = 280;
 const HOLD_MS = 1300;
-const frameMs = (frame) => (frame.name === "output" || (frame.t === 0 && frame.sub === 0) ? HOLD_MS : SUB_MS);
+const frameMs = (frame) => (frame.part === "logits" || (frame.t === 0 && frame.sub === 0) ? HOLD_MS : SUB_MS);
 const REDUCED_MOTION = window.matchMedia("(prefers-reduced-motion: reduce)");
 
 /** Draw the frame S.frame: lit blocks, overlays, tokens, narration, player, sampling, panels. */
@@ -98,7 +98,7 @@ export function go(frame, fromPlay) {
   const moved = follow(current(), scrollActiveIntoView);
   render();
   const now = current();
-  if (now.name === "output" && (before.t !== now.t || before.sub !== now.sub) && next > 0) {
+  if (now.part === "logits" && (before.t !== now.t || before.sub !== now.sub) && next > 0) {
     requestAnimationFrame(() => fly(now));
   }
   if (!fromPlay) saveFrame();

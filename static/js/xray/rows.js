@@ -15,37 +15,40 @@ export const LINES_H_OVERVIEW = 24; // a layer drawn small beside the others, on
 export const MEMORY_H = 12;
 export const TOP_BARS = 5;
 
-/** Every row, grouped as the page draws them; stage is the row's index in /api/xray's stages. */
+/** A row's spec from its stage in the layout (the view header's, model/explain/record.py's):
+    block, its name; part, its kind; index, its place in the side's layout, which is also its
+    strips' stage; an attention row's kind (the name of its weights), what it attends to, whether
+    it is masked, and the stage its lines come from (input). */
+function rowOf(side, entry, index) {
+  const row = { side, block: entry.name, part: entry.kind, index };
+  if (entry.kind === "logits") return { ...row, type: "logits" };
+  if (entry.kind !== "attention") return { ...row, type: "stage", stage: index };
+  return { ...row, type: "attention", stage: index, input: index - 1, kind: entry.weights,
+    attends: entry.attends, masked: entry.masked };
+}
+
+/** Every row, grouped as the page draws them: per side the rows above its layers (tokens,
+    embedding), the layers' groups and, for the decoder, the rows below them (output, chosen). */
 function rowSpecs() {
-  const enc = [{ key: "enc-tokens", side: "encoder", type: "tokens" },
-    { key: "enc-embedding", side: "encoder", type: "stage", block: "embedding", stage: 0 }];
-  const groups = [];
-  for (let l = 0; l < cfg.n_encoder_layers; l++) {
-    const base = 4 * l;
-    groups.push({ side: "encoder", layer: l, rows: [
-      { type: "attention", kind: "encoder", block: "self_attention", stage: base + 1, input: base },
-      { type: "stage", block: "add_norm1", stage: base + 2 },
-      { type: "stage", block: "ffn", stage: base + 3 },
-      { type: "stage", block: "add_norm2", stage: base + 4 },
-    ] });
+  const specs = {};
+  for (const side of ["encoder", "decoder"]) {
+    const prefix = side === "encoder" ? "enc" : "dec";
+    const top = [{ key: `${prefix}-tokens`, side, type: "tokens" }];
+    const groups = [];
+    const tail = [];
+    S.xr.layout[side].forEach((entry, index) => {
+      const row = rowOf(side, entry, index);
+      if (entry.layer === null) {
+        (entry.kind === "logits" ? tail : top).push({ ...row, key: `${prefix}-${entry.name}` });
+      } else {
+        if (!groups[entry.layer]) groups[entry.layer] = { side, layer: entry.layer, rows: [] };
+        groups[entry.layer].rows.push(row);
+      }
+    });
+    if (side === "decoder") tail.push({ key: "dec-chosen", side, type: "chosen" });
+    specs[side] = { top, groups, tail };
   }
-  const dec = [{ key: "dec-tokens", side: "decoder", type: "tokens" },
-    { key: "dec-embedding", side: "decoder", type: "stage", block: "embedding", stage: 0 }];
-  const decGroups = [];
-  for (let l = 0; l < cfg.n_decoder_layers; l++) {
-    const base = 6 * l;
-    decGroups.push({ side: "decoder", layer: l, rows: [
-      { type: "attention", kind: "decoder_self", block: "self_attention", stage: base + 1, input: base },
-      { type: "stage", block: "add_norm1", stage: base + 2 },
-      { type: "attention", kind: "cross", block: "cross_attention", stage: base + 3, input: base + 2 },
-      { type: "stage", block: "add_norm2", stage: base + 4 },
-      { type: "stage", block: "ffn", stage: base + 5 },
-      { type: "stage", block: "add_norm3", stage: base + 6 },
-    ] });
-  }
-  const tail = [{ key: "dec-output", side: "decoder", type: "output", block: "output" },
-    { key: "dec-chosen", side: "decoder", type: "chosen" }];
-  return { enc, groups, dec, decGroups, tail };
+  return specs;
 }
 
 /** [name, shape] shown in a row's head. */
@@ -54,21 +57,19 @@ export function rowTitle(row) {
   const n = row.side === "encoder" ? tr.source_tokens.length : S.trace.steps.length;
   const d = cfg.d_model;
   const sizes = SIZES;
-  switch (row.type === "tokens" ? "tokens" : row.block) {
+  const attention = t("xray.attention_shape", { n, d, h: cfg.n_heads, k: d / cfg.n_heads });
+  switch (row.type === "tokens" || row.type === "chosen" ? row.type : row.part) {
     case "tokens":
       return row.side === "encoder"
         ? [t("xray.tokens"), t("xray.tokens_shape", { n, v: sizes.vocab_en ?? "?" })]
         : [t("xray.target_tokens"), t("xray.target_shape", { n, v: sizes.vocab_zh ?? "?" })];
-    case "embedding": return [t("xray.embedding", { d }), t("xray.embedding_shape", { n, d })];
-    case "self_attention":
-      return [t(row.side === "encoder" ? "xray.self_attention" : "xray.masked_self_attention"),
-        t("xray.attention_shape", { n, d, h: cfg.n_heads, k: d / cfg.n_heads })];
-    case "cross_attention":
-      return [t("xray.cross_attention"), t("xray.attention_shape", { n, d, h: cfg.n_heads, k: d / cfg.n_heads })];
-    case "add_norm1": case "add_norm2": case "add_norm3":
-      return [t("xray.add_norm"), t("xray.add_norm_shape", { d })];
-    case "ffn": return [t("xray.ffn"), t("xray.ffn_shape", { d, ff: cfg.d_ff, act: cfg.activation })];
-    case "output": return [t("xray.output"), t("xray.output_shape", { d, v: sizes.vocab_zh ?? "?" })];
+    case "embed": return [t("xray.embedding", { d }), t("xray.embedding_shape", { n, d })];
+    case "attention":
+      if (row.attends === "cross") return [t("xray.cross_attention"), attention];
+      return [t(row.masked ? "xray.masked_self_attention" : "xray.self_attention"), attention];
+    case "add_norm": return [t("xray.add_norm"), t("xray.add_norm_shape", { d })];
+    case "feed_forward": return [t("xray.ffn"), t("xray.ffn_shape", { d, ff: cfg.d_ff, act: cfg.activation })];
+    case "logits": return [t("xray.output"), t("xray.output_shape", { d, v: sizes.vocab_zh ?? "?" })];
     default: return [t("xray.chosen"), t("xray.chosen_shape")];
   }
 }
@@ -113,13 +114,14 @@ export function buildRows(onToggle, onZoom) {
     root.append(makeRow(row, onToggle));
     S.rows.push(row);
   };
-  specs.enc.forEach((row) => add(encRoot, row));
-  encRoot.append(layerGrid(specs.groups, "encoder", cfg.n_encoder_layers, add, onZoom));
-  const note = el("p", t("xray.memory_note", { n: cfg.n_decoder_layers }), "xr-memory-note");
+  const { encoder, decoder } = specs;
+  encoder.top.forEach((row) => add(encRoot, row));
+  encRoot.append(layerGrid(encoder.groups, "encoder", encoder.groups.length, add, onZoom));
+  const note = el("p", t("xray.memory_note", { n: decoder.groups.length }), "xr-memory-note");
   encRoot.append(note);
-  specs.dec.forEach((row) => add(decRoot, row));
-  decRoot.append(layerGrid(specs.decGroups, "decoder", cfg.n_decoder_layers, add, onZoom));
-  specs.tail.forEach((row) => add(decRoot, row));
+  decoder.top.forEach((row) => add(decRoot, row));
+  decRoot.append(layerGrid(decoder.groups, "decoder", decoder.groups.length, add, onZoom));
+  decoder.tail.forEach((row) => add(decRoot, row));
 }
 
 function makeRow(row, onToggle) {
@@ -129,11 +131,11 @@ function makeRow(row, onToggle) {
   node.dataset.side = row.side;
   if (row.layer !== undefined) node.dataset.layer = row.layer;
   const [name, shape] = rowTitle(row);
-  const openable = ["stage", "attention", "output"].includes(row.type);
+  const openable = ["stage", "attention", "logits"].includes(row.type);
   const head = el(openable ? "button" : "div", null, openable ? "xr-head" : "xr-head xr-static");
   if (openable) head.type = "button";
   head.append(el("span", name, "xr-name"), el("span", shape, "xr-shape"));
-  if (row.block === "cross_attention") { // the overview's layers are narrow: a short name there
+  if (row.attends === "cross") { // the overview's layers are narrow: a short name there
     head.firstChild.classList.add("xr-long");
     head.prepend(el("span", t("xray.cross_attention_short"), "xr-name xr-short"));
   }
@@ -173,7 +175,7 @@ function makeRow(row, onToggle) {
     row.overlay = svg("svg", { "aria-hidden": "true" });
     row.fig.append(row.canvas, row.overlay);
     node.append(row.fig);
-    if (row.type !== "output") {
+    if (row.type !== "logits") {
       row.fig.addEventListener("pointermove", (event) => showValue(row, event));
       row.fig.addEventListener("pointerdown", (event) => showValue(row, event)); // a tap on a phone
       row.fig.addEventListener("pointerleave", hideValue);
@@ -206,8 +208,8 @@ export function isSmall(row) {
 
 export function figHeight(row) {
   const lines = isSmall(row) ? LINES_H_OVERVIEW : LINES_H;
-  if (row.type === "attention") return (row.kind === "cross" ? MEMORY_H + 14 : 0) + lines + STRIP_H + 4;
-  if (row.type === "output") return TOP_BARS * 13 + 6;
+  if (row.type === "attention") return (row.attends === "cross" ? MEMORY_H + 14 : 0) + lines + STRIP_H + 4;
+  if (row.type === "logits") return TOP_BARS * 13 + 6;
   return STRIP_H + 4;
 }
 
@@ -312,7 +314,7 @@ function layoutRow(row, measured) {
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.clearRect(0, 0, width, height);
   row.signature = null;
-  if (row.type === "output") return;
+  if (row.type === "logits") return;
   const n = laneCount(row.side);
   const all = values(row.side, row.stage);
   // before the decoder's strips come, its rows show the ±m the view carries (the same number)
@@ -329,7 +331,7 @@ function layoutRow(row, measured) {
     row.fig.setAttribute("role", "img");
     row.fig.setAttribute("aria-label", `${name}${layer}: ${shape}; ${t("xray.strip_scale", { m: fixed(m, 2) })}`);
   }
-  if (row.kind === "cross") {
+  if (row.attends === "cross") {
     const memory = values("encoder", S.xr.encoder.values.length - 1);
     row.memoryScale = scaleOf(memory);
     drawStrips(ctx, memory, memory.length, 1, MEMORY_H - 2, width, row.memoryScale);
@@ -338,7 +340,7 @@ function layoutRow(row, measured) {
 
 /** The value under a point of a row's figure: {side, lane, j, v, m, strip} or null off the strips. */
 function valueAt(row, px, py) {
-  const memory = row.kind === "cross" && py >= 1 && py <= MEMORY_H - 1;
+  const memory = row.attends === "cross" && py >= 1 && py <= MEMORY_H - 1;
   const top = memory ? 1 : row.stripY;
   const height = memory ? MEMORY_H - 2 : STRIP_H;
   if (!memory && (py < top || py > top + height)) return null;

@@ -10,7 +10,7 @@
    model; the banner says so, and says when the running model is not the one that made the file. */
 
 import { S } from "./state.js";
-import { $, t } from "./dom.js";
+import { $, SIZES, t } from "./dom.js";
 import { decodeHeads, decodeStrips, decodeView } from "./data.js";
 import { loadHeads } from "./overlay.js";
 import { loadStrips } from "./rows.js";
@@ -141,7 +141,7 @@ export function wireFiles(show) {
       if (file.size > MAX_FILE_BYTES) throw new Error(t("xray.file.too_big", { mb: MAX_FILE_BYTES >> 20 }));
       const saved = readSaved(await file.text());
       try { // a damaged view fails here, before anything on screen changes
-        const { trace, xr } = decodeView(saved.buffer);
+        const { trace, xr } = decodeView(saved.buffer, SIZES.layout);
         if (saved.heads) decodeHeads(saved.heads, trace);
         if (saved.strips) decodeStrips(saved.strips, xr);
       } catch {

@@ -282,7 +282,7 @@ function force(stepIndex, token) {
   const query = ITT.params();
   query.delete("forced");
   for (const value of prefix) query.append("forced", value);
-  query.set("frame", String(Math.max(frameIndex(stepIndex + 1, "output"), 0)));
+  query.set("frame", String(Math.max(frameIndex(stepIndex + 1, "logits"), 0)));
   visit(query);
 }
 
