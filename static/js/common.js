@@ -289,6 +289,46 @@ const ITT = (() => {
     return out;
   }
 
+  // On a phone a long page folds its secondary sections (data-fold-phone: open on a wide screen),
+  // so no page runs for more than a few screens before its first fold; a #fragment still opens
+  // the fold it leads into.
+  if (window.matchMedia("(max-width: 600px)").matches) {
+    const target = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+    document.querySelectorAll("details[data-fold-phone]").forEach((details) => {
+      if (!(target && details.contains(target))) details.open = false;
+    });
+  }
+
+  // Wide tables of a few rows stack on a phone: each cell carries its column's heading
+  // (data-label), and the phone's stylesheet draws every row as a small card of "heading: value"
+  // lines instead of a table that scrolls sideways. Tables are filled by the pages' scripts: label them whenever
+  // their rows change.
+  const PHONE = window.matchMedia("(max-width: 600px)");
+  function labelCells(table) {
+    const head = table.tHead && table.tHead.rows[0];
+    if (!head || head.cells.length < 3) return;
+    const box = table.parentElement;
+    // only a table still wider than the phone (after the phone's smaller type) is stacked
+    if (!table.classList.contains("stack-on-phone")) {
+      // a long table (a ranking, a grid of heads) keeps its columns: as cards it would be screens long
+      const rows = [...table.tBodies].reduce((n, body) => n + body.rows.length, 0);
+      if (!PHONE.matches || rows > 8 || box.scrollWidth <= box.clientWidth + 2) return;
+      table.classList.add("stack-on-phone");
+    }
+    const labels = [...head.cells].map((cell) => cell.textContent.trim());
+    for (const body of table.tBodies) {
+      for (const row of body.rows) {
+        [...row.cells].forEach((cell, i) => {
+          if (labels[i] && cell.dataset.label !== labels[i]) cell.dataset.label = labels[i];
+        });
+      }
+    }
+  }
+  document.querySelectorAll(".table-scroll > table").forEach((table) => {
+    labelCells(table);
+    new MutationObserver(() => labelCells(table)).observe(table, { childList: true, subtree: true });
+  });
+
   // A chart drawn inside a closed <details> (a folded section of a long page) had no box to fit
   // and took Plotly's default size; when the <details> opens, every chart now shown inside it is
   // redrawn to its real width. "toggle" does not bubble: listen while it is captured.

@@ -10,7 +10,6 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.e2e.conftest import running_server
 from tests.e2e.test_xray import DEC_LAYERS, ENC_LAYERS, ready
 
 pytestmark = pytest.mark.e2e
@@ -19,11 +18,10 @@ LONG = "The children were playing football in the park when it started to rain."
 SIZES = {"wide": (1440, 900), "phone": (390, 844)}
 
 
-@pytest.fixture(scope="module")
-def server():
-    """The app on the shipped checkpoint."""
-    with running_server(None, "xray-picture-server.log") as url:
-        yield url
+@pytest.fixture()
+def server(shipped_server):
+    """The app on the shipped checkpoint (one server for every file that needs it)."""
+    return shipped_server
 
 
 def open_page(browser, server, size: str, lang: str, query: str = ""):
