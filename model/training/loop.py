@@ -169,11 +169,15 @@ class StopRequest:
 
     def __init__(self) -> None:
         self.requested = False
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._request)
+        self._before = {sig: signal.signal(sig, self._request) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     def _request(self, signum, frame) -> None:
         self.requested = True
+
+    def restore(self) -> None:
+        """Hand the signals back to whoever had them before (a test runner, a shell)."""
+        for sig, handler in self._before.items():
+            signal.signal(sig, handler)
 
 
 @dataclass

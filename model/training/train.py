@@ -134,7 +134,15 @@ def main(argv: list[str] | None = None) -> None:
     keep_freed_memory()
     torch.set_num_threads(args.threads or recipe.threads)
     stop = StopRequest()
+    try:
+        train_recipe(recipe, work, args, run, stop)
+    finally:
+        stop.restore()
 
+
+def train_recipe(recipe: Recipe, work: Path, args: argparse.Namespace, run: dict,
+                 stop: StopRequest) -> None:
+    """Every stage not finished yet, then the checkpoint to ``args.out``."""
     splits = held_out_splits(args.data, recipe)
     cache: dict[int, tuple[list[Pair], dict[str, int]]] = {}
 

@@ -321,8 +321,8 @@ def vary_titles(
         if not found:
             continue
         found = [w for w in found if not re.search(rf"\b[A-Z][a-z]+ {w}\b", pair.english)]
-        if not found:  # a surname after a given name ("Karen Smith"): no title in between
-            continue
+        if not found or len(choices) <= len(found):  # a surname after a given name ("Karen
+            continue  # Smith"): no title in between; or no other name to put in
         word = rng.choice(found)
         other = rng.choice(choices)
         while other in found:

@@ -347,7 +347,8 @@ def test_every_transform_a_recipe_names_adds_pairs_of_its_kind_the_same_for_a_se
     from model.training.transforms import TRANSFORMS, apply_transforms, check_transforms
 
     (tmp_path / "data").mkdir()
-    _cedict(tmp_path).rename(tmp_path / "data" / CEDICT_FILE)
+    with gzip.open(tmp_path / "data" / CEDICT_FILE, "wt", encoding="utf-8") as handle:
+        handle.write(CEDICT_LINES + "瑪麗 玛丽 [Ma3 li4] /Mary (name)/\n")
     pairs = SHORT + [Pair("Tom has 3 cats.", "汤姆有3只猫。", "tatoeba"),
                      Pair("Tom loves COVID-19 news.", "汤姆喜欢COVID-19新闻。", "tatoeba")]
     assert set(RECIPE_TRANSFORMS) == set(TRANSFORMS)
@@ -359,3 +360,8 @@ def test_every_transform_a_recipe_names_adds_pairs_of_its_kind_the_same_for_a_se
         assert apply_transforms(pairs, {name: settings}, 3, tmp_path / "data")[0] == added
     shuffled = dict(reversed(list(RECIPE_TRANSFORMS.items())))
     assert list(apply_transforms(pairs, shuffled, 3, tmp_path / "data")[1]) == list(TRANSFORMS)
+
+
+def test_vary_titles_with_no_other_name_to_put_in_adds_nothing():
+    """A name list of one name has no other to swap in: no pair, rather than a search for ever."""
+    assert vary_titles([Pair("Tom is here.", "汤姆在这里。", "tatoeba")], {"Tom": "汤姆"}, copies=3) == []
