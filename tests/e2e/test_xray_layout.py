@@ -42,19 +42,31 @@ def expected_rows(layout: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def test_the_rows_drawn_are_the_headers_stages(server, page):
+def rows_and_frames_follow_the_header(server: str, page) -> dict:
+    """The rows drawn and the player's frames are the header's stages, in order; the layout."""
     layout = header_layout(server)
-    assert len(layout["encoder"]) == 1 + 4 * 3 and len(layout["decoder"]) == 1 + 6 * 3 + 1
     page.goto(f"{server}/?text={quote(SEED)}")
     ready(page)
     drawn = page.locator(".xr-row[data-key]").evaluate_all(
         "rows => rows.map(r => [r.dataset.key, r.dataset.block])")
-    assert sorted(map(tuple, drawn)) == sorted(expected_rows(layout))
     # in the page's order: the encoder's rows, then the decoder's, each side's stages in turn
-    order = [key for key, _ in expected_rows(layout)]
-    assert [key for key, _ in drawn] == order
-    # every frame of the encoder's phase is one of its stages, in the layout's order
+    assert [tuple(row) for row in drawn] == expected_rows(layout)
+    # every frame of the encoder's phase and of a decoding step is one of its stages, in order
     names = page.evaluate("""() => ITTXray.state.frames.filter((f) => f.t === 0).map((f) => f.name)""")
     assert names == ["tokens"] + [entry["name"] for entry in layout["encoder"]]
     step = page.evaluate("""() => ITTXray.state.frames.filter((f) => f.t === 1).map((f) => f.name)""")
     assert step == [entry["name"] for entry in layout["decoder"]]
+    assert page.locator("#error").is_hidden()
+    return layout
+
+
+def test_the_rows_drawn_are_the_headers_stages(server, page):
+    layout = rows_and_frames_follow_the_header(server, page)
+    assert len(layout["encoder"]) == 1 + 4 * 3 and len(layout["decoder"]) == 1 + 6 * 3 + 1
+
+
+def test_a_model_with_another_number_of_layers_draws_its_own(marian_server, page):
+    """A Marian model of 2 + 2 layers (tests/marian_folder.py): the same scripts draw its layers."""
+    layout = rows_and_frames_follow_the_header(marian_server, page)
+    assert len(layout["encoder"]) == 1 + 4 * 2 and len(layout["decoder"]) == 1 + 6 * 2 + 1
+    assert page.locator(".xr-group").count() == 4
