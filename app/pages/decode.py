@@ -396,17 +396,17 @@ def decode_steps(trace: Trace, layer: int, words: dict[str, str] | None = None,
     ``ffn_layer`` is that layer's part of ``model.explain.record.ffn_units_of()``; without it the
     FFN box shows the five most active units the trace keeps and no output vector."""
     words = {**WORDS, **(words or {})}
-    block = trace.decoder[layer]
-    ffn = block["ffn"]
+    block = record.layer_lists(trace, "decoder")[layer]
+    ffn = block.ffn
     sampled = trace.options.get("strategy") == "sample"
     steps = []
     for t, step in enumerate(trace.steps):
         prefix = trace.decoder_input[: t + 1]
-        norms = {
-            key: {name: block[key][name][t]
-                  for name in ("residual_norm", "sublayer_norm", "sum_mean", "sum_std",
-                               "normed_mean", "normed_std")}
-            for key in ("add_norm1", "add_norm2", "add_norm3")
+        norms = {  # under the names the trace gives each Add & Norm (add_norm1…3)
+            ADD_NORM_NAMES["decoder"][sublayer]: {
+                name: stats[name][t] for name in ("residual_norm", "sublayer_norm", "sum_mean",
+                                                  "sum_std", "normed_mean", "normed_std")}
+            for sublayer, stats in block.add_norms
         }
         step_dict = {"token": step.token, "prob": step.prob, "top": [vars(c) for c in step.top]}
         if ffn_layer:
@@ -433,14 +433,14 @@ def decode_steps(trace: Trace, layer: int, words: dict[str, str] | None = None,
                         "d_ff": ffn["d_ff"], "top_units": units, "top_values": values},
             },
             "figures": {
-                "self_attention": attention_rows(block["self_attention"], t, prefix, words["head"]),
-                "add_norm1": _add_norm(block["add_norm1"], t, words),
-                "cross_attention": attention_rows(block["cross_attention"], t, trace.source_tokens,
+                "self_attention": attention_rows(block.self_attention, t, prefix, words["head"]),
+                "add_norm1": _add_norm(block.after_self_attention, t, words),
+                "cross_attention": attention_rows(block.cross_attention, t, trace.source_tokens,
                                                   words["head"]),
-                "add_norm2": _add_norm(block["add_norm2"], t, words),
+                "add_norm2": _add_norm(block.after_cross_attention, t, words),
                 "ffn": ffn_units_figure(units, values, ffn["d_ff"], words),
                 "ffn_output": output,
-                "add_norm3": _add_norm(block["add_norm3"], t, words),
+                "add_norm3": _add_norm(block.after_ffn, t, words),
                 "softmax": candidates_figure(step_dict, sampled, words["sampled_from"],
                                              words["p_model"]),
             },
@@ -468,9 +468,8 @@ def residual_rows(trace: Trace) -> list[dict]:
     LayerNorm(x + F(x)) going out; the ratio ‖F(x)‖ / ‖x‖ says how much one sublayer changes."""
     rows = []
     for side in ("encoder", "decoder"):
-        for index, block in enumerate(getattr(trace, side)):
-            for sublayer, add_norm in ADD_NORM_NAMES[side].items():
-                stats = block[add_norm]
+        for index, block in enumerate(record.layer_lists(trace, side)):
+            for sublayer, stats in block.add_norms:
                 stream, added = _mean(stats["residual_norm"]), _mean(stats["sublayer_norm"])
                 rows.append({"side": side, "layer": index, "sublayer": sublayer,
                              "stream": round(stream, 3), "added": round(added, 3),
@@ -546,8 +545,8 @@ def layer_label(words: dict[str, str], index: int) -> str:
 def cross_attention_means(trace: Trace, step: int) -> list[list[float]]:
     """[layer][source token]: the step's cross-attention row, averaged over the heads."""
     means = []
-    for block in trace.decoder:
-        rows = [head[step] for head in block["cross_attention"]]
+    for block in record.layer_lists(trace, "decoder"):
+        rows = [head[step] for head in block.cross_attention]
         means.append([round(sum(column) / len(rows), 5) for column in zip(*rows, strict=True)])
     return means
 

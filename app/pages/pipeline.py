@@ -23,7 +23,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import TRACE_ERRORS, TraceRequest
-from model.explain.record import ADD_NORM_NAMES
+from model.explain import record
 from model.explain.trace import Trace
 
 router = APIRouter()
@@ -59,10 +59,10 @@ def flow_figure(trace: Trace, words: dict[str, str]) -> dict:
     def rows(side: str, tokens: list[str], embedding: list[list[float]]) -> tuple[list, list]:
         names, z = [words["embedding"]], [[round(sum(v * v for v in vector) ** 0.5, 3)
                                            for vector in embedding]]
-        for index, layer in enumerate(getattr(trace, side)):
-            for sublayer, add_norm in ADD_NORM_NAMES[side].items():
+        for index, layer in enumerate(record.layer_lists(trace, side)):
+            for sublayer, stats in layer.add_norms:
                 names.append(f"{words['layer'].format(n=index + 1)} · {words[sublayer]}")
-                z.append(layer[add_norm]["normed_norm"][: len(tokens)])
+                z.append(stats["normed_norm"][: len(tokens)])
         return names, z
 
     data, panels = [], (("encoder", trace.source_tokens, "y"),
@@ -147,8 +147,8 @@ def distance_links(trace: Trace) -> list[dict]:
     best: list[dict] = []
     for d in range(1, n):
         top = {"distance": d, "weight": 0.0, "layer": 0, "head": 0, "query": 0, "key": 0}
-        for layer, block in enumerate(trace.encoder):
-            for head, rows in enumerate(block["self_attention"]):
+        for layer, block in enumerate(record.layer_lists(trace, "encoder")):
+            for head, rows in enumerate(block.self_attention):
                 for query in words[:n]:
                     for key in (query - d, query + d):
                         if key in words and rows[query][key] > top["weight"]:

@@ -328,3 +328,50 @@ def gradient_flow_of(translator, trace: Trace) -> list[dict]:
     """``gradient_flow`` of a trace's translation (labels: the characters it chose)."""
     return gradient_flow(translator.model, trace.source_ids, trace.decoder_ids,
                          [step.id for step in trace.steps])
+
+
+# -- a trace's per-layer lists, typed: pages read a layer by stage, never by its record key --------
+
+
+@dataclass(frozen=True)
+class EncoderLayerLists:
+    """One layer of ``Trace.encoder`` by stage: each sublayer's numbers, then its Add & Norm."""
+
+    self_attention: list  # [head][S][S] attention weights
+    after_self_attention: dict  # the Add & Norm after it: statistics per position
+    ffn: dict  # active share, norms, most active units per position
+    after_ffn: dict
+
+    @property
+    def add_norms(self) -> tuple[tuple[str, dict], ...]:
+        """(sublayer, the Add & Norm after it), in the layer's order."""
+        return (("self_attention", self.after_self_attention), ("ffn", self.after_ffn))
+
+
+@dataclass(frozen=True)
+class DecoderLayerLists:
+    """One layer of ``Trace.decoder`` by stage: each sublayer's numbers, then its Add & Norm."""
+
+    self_attention: list  # [head][T][T] masked attention weights
+    after_self_attention: dict
+    cross_attention: list  # [head][T][S]
+    after_cross_attention: dict
+    ffn: dict
+    after_ffn: dict
+
+    @property
+    def add_norms(self) -> tuple[tuple[str, dict], ...]:
+        """(sublayer, the Add & Norm after it), in the layer's order."""
+        return (("self_attention", self.after_self_attention),
+                ("cross_attention", self.after_cross_attention), ("ffn", self.after_ffn))
+
+
+_LAYER_LISTS = {"encoder": EncoderLayerLists, "decoder": DecoderLayerLists}
+
+
+def layer_lists(trace: Trace, side: Side) -> list[EncoderLayerLists] | list[DecoderLayerLists]:
+    """Every layer of ``side``'s lists in the trace, typed (the keys are read here only)."""
+    blocks = trace.encoder if side == "encoder" else trace.decoder
+    keys = [(sublayer, sublayer) for sublayer in SUBLAYERS[side]]
+    keys += [(f"after_{sublayer}", key) for sublayer, key in ADD_NORM_NAMES[side].items()]
+    return [_LAYER_LISTS[side](**{name: block[key] for name, key in keys}) for block in blocks]

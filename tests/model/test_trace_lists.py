@@ -91,3 +91,22 @@ def test_entropy_per_row_equals_each_row_alone():
     alone = [float(-(row * row.clamp_min(1e-12).log()).sum()) for row in probs]
     assert entropy_per_row(probs) == alone
     assert entropy_per_row(probs)[0] == 0
+
+
+def test_layer_lists_are_the_traces_layers_by_stage(tiny_translator):
+    """``record.layer_lists`` reads each layer of a trace by stage: every sublayer and the Add &
+    Norm after it, in the model's own order (``SUBLAYERS``), nothing left out."""
+    from dataclasses import fields
+
+    from model.explain.record import ADD_NORM_NAMES, SUBLAYERS, layer_lists
+
+    trace = tiny_translator.trace("The cat sits on the mat.")
+    for side in ("encoder", "decoder"):
+        layers = layer_lists(trace, side)
+        assert len(layers) == len(getattr(trace, side))
+        for typed, block in zip(layers, getattr(trace, side), strict=True):
+            assert [sublayer for sublayer, _ in typed.add_norms] == list(SUBLAYERS[side])
+            for sublayer, stats in typed.add_norms:
+                assert getattr(typed, sublayer) is block[sublayer]
+                assert stats is block[ADD_NORM_NAMES[side][sublayer]]
+            assert len(fields(typed)) == len(block) == 2 * len(SUBLAYERS[side])
