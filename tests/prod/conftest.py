@@ -22,9 +22,10 @@ def client(app):
         yield client
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def live_server(tiny_checkpoint):
-    """``python -m app`` on a free loopback port, serving the tiny checkpoint."""
+    """``python -m app`` on a free loopback port, serving the tiny checkpoint: one for the run (the
+    files that use it leave it healthy, and test_resilience.py checks that they do)."""
     env = {"ITT_ACCESS_LOG": "false", "ITT_HEADER_TIMEOUT_S": "2", "ITT_BODY_READ_TIMEOUT_S": "2"}
     with LiveServer(tiny_checkpoint, env=env) as server:
         yield server
