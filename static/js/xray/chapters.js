@@ -5,8 +5,8 @@
    part computes (zooming into its layer), rings that part of the picture, says what it does with
    the learner's own sentence and numbers (read from the trace on screen, never a fixed example),
    and points at the next thing to click. The chapter is kept in the URL (?chapter=N, 1-based).
-   A block is found by its place in its layer (the model's own order: attention first, the
-   feed-forward after the attentions), so no sublayer is named here. Text only through textContent. */
+   A block is found by its kind in the view's layout (attention, Add & Norm, feed-forward, what an
+   attention attends to), so no sublayer is named here. Text only through textContent. */
 
 import { S } from "./state.js";
 import { $, cfg, el, fixed, SIZES, t } from "./dom.js";
@@ -21,21 +21,29 @@ const POINTED = "xr-point";
 const pct = (w) => `${Math.round(w * 100)}%`;
 const argmax = (row) => row.reduce((best, v, i) => (v > row[best] ? i : best), 0);
 
-/** The rows of one layer in the model's order (their place, not their name, says what they are). */
+/** The rows of one layer in the model's order. */
 function layerRows(side, layer) {
   return S.rows.filter((row) => row.side === side && row.layer === layer);
 }
 
-/** A layer's attention rows in order (self first, then cross for a decoder layer), and the row
-    after the last attention that is no Add & Norm: the feed-forward network. */
+/** A layer's blocks by their kind in the view's layout (never by name): its self-attention, its
+    cross-attention (a decoder layer's), its first Add & Norm, its feed-forward network. */
 function blocksOf(side, layer) {
   const rows = layerRows(side, layer);
-  const attention = rows.filter((row) => row.type === "attention");
-  const last = rows.indexOf(attention[attention.length - 1]);
-  return { rows, attention, norm: rows[rows.indexOf(attention[0]) + 1], ffn: rows[last + 2] };
+  const attention = rows.filter((row) => row.part === "attention");
+  return { rows, self: attention.find((row) => row.attends === "self"),
+    cross: attention.find((row) => row.attends === "cross"),
+    norm: rows.find((row) => row.part === "add_norm"), ffn: rows.find((row) => row.part === "feed_forward") };
 }
 
 const rowByKey = (key) => S.rows.find((row) => row.key === key);
+const rowOfKind = (side, part) => S.rows.find((row) => row.side === side && row.part === part);
+
+/** An attention row's weights for this sentence, averaged over the heads: [query][key]. */
+function meanWeights(row) {
+  const layer = (row.side === "encoder" ? S.trace.encoder : S.trace.decoder)[row.layer];
+  return layer[`${row.block}_mean`]; // the trace keeps each attention's mean under its name in the layout
+}
 
 /** The frame of time step ``step`` at which ``row`` computes (−1 when it never does). */
 function frameOf(row, step) {
@@ -54,23 +62,23 @@ const CHAPTERS = [
       params: { n: tokens.length, tokens: tokens.join(" · "), v: SIZES.vocab_en ?? "?" } };
   },
   () => { // 2 embedding + position
-    const row = rowByKey("enc-embedding");
+    const row = rowOfKind("encoder", "embed");
     const first = S.trace.embeddings.encoder.sum[0] || [];
     return { row, step: 0, zoom: null, ring: [row.node], point: row.headButton,
       params: { d: cfg.d_model, root: fixed(Math.sqrt(cfg.d_model), 1), token: S.trace.source_tokens[0],
         values: first.slice(0, 3).map((v) => fixed(v, 2)).join(", ") } };
   },
   () => { // 3 self-attention
-    const { attention } = blocksOf("encoder", 0);
-    const weights = S.trace.encoder[0].self_attention_mean;
+    const { self } = blocksOf("encoder", 0);
+    const weights = meanWeights(self);
     const q = Math.min(1, weights.length - 1);
     const k = argmax(weights[q]);
-    return { row: attention[0], step: 0, zoom: "e-0", ring: [attention[0].node], point: attention[0].headButton,
+    return { row: self, step: 0, zoom: "e-0", ring: [self.node], point: self.headButton,
       params: { q: S.trace.source_tokens[q], k: S.trace.source_tokens[k], w: pct(weights[q][k]), n: weights.length } };
   },
   () => { // 4 multi-head
-    const { attention } = blocksOf("encoder", 0);
-    return { row: attention[0], step: 0, zoom: "e-0", ring: [attention[0].node], point: $("xr-head"),
+    const { self } = blocksOf("encoder", 0);
+    return { row: self, step: 0, zoom: "e-0", ring: [self.node], point: $("xr-head"),
       params: { h: cfg.n_heads, k: cfg.d_model / cfg.n_heads, d: cfg.d_model } };
   },
   () => { // 5 Add & Norm
@@ -93,23 +101,22 @@ const CHAPTERS = [
   },
   () => { // 8 masked self-attention
     const step = decStep();
-    const { attention } = blocksOf("decoder", 0);
+    const { self } = blocksOf("decoder", 0);
     const seen = S.trace.decoder_input.slice(0, step);
-    return { row: attention[0], step, zoom: "d-0", ring: [attention[0].node], point: attention[0].headButton,
+    return { row: self, step, zoom: "d-0", ring: [self.node], point: self.headButton,
       params: { t: step, cur: S.trace.decoder_input[step - 1], seen: seen.join(" · "), n: seen.length } };
   },
   () => { // 9 cross-attention
     const step = decStep();
-    const { attention } = blocksOf("decoder", 0);
-    const cross = attention[1];
-    const weights = S.trace.decoder[0].cross_attention_mean[step - 1];
+    const { cross } = blocksOf("decoder", 0);
+    const weights = meanWeights(cross)[step - 1];
     const k = argmax(weights);
     return { row: cross, step, zoom: "d-0", ring: [cross.node], point: cross.headButton,
       params: { t: step, cur: S.trace.decoder_input[step - 1], k: S.trace.source_tokens[k], w: pct(weights[k]) } };
   },
   () => { // 10 linear + softmax
     const step = decStep();
-    const row = rowByKey("dec-output");
+    const row = rowOfKind("decoder", "logits");
     const top = S.trace.steps[step - 1].top;
     return { row, step, zoom: null, ring: [row.node], point: row.headButton,
       params: { v: SIZES.vocab_zh ?? "?", d: cfg.d_model, c1: top[0].token, p1: fixed(top[0].prob, 3),
@@ -117,7 +124,7 @@ const CHAPTERS = [
         chosen: S.trace.steps[step - 1].token } };
   },
   () => { // 11 decoding strategies
-    const row = rowByKey("dec-output");
+    const row = rowOfKind("decoder", "logits");
     const beam = S.alternative && S.alternative.strategy === "beam" ? S.alternative.translation : null;
     const link = $("xr-beam-link");
     return { row, step: S.trace.steps.length, zoom: null, ring: [$("xr-result"), $("xr-sampling")].filter(Boolean),
@@ -127,11 +134,11 @@ const CHAPTERS = [
   },
   () => { // 12 the KV cache
     const step = Math.max(1, S.trace.steps.length);
-    const { attention } = blocksOf("decoder", 0);
+    const { self } = blocksOf("decoder", 0);
     const kept = step - 1;
     const link = $("xr-kv-link");
     link.href = `/kv-cache?${ITT.carriedQuery()}`;
-    return { row: attention[0], step, zoom: "d-0", ring: [attention[0].node], point: link,
+    return { row: self, step, zoom: "d-0", ring: [self.node], point: link,
       params: { t: step, kept, d: cfg.d_model, layers: cfg.n_decoder_layers,
         saved: kept * 2 * cfg.d_model * cfg.n_decoder_layers } };
   },
