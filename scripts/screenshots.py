@@ -45,13 +45,21 @@ PAGES = {
 # Pages whose interesting part starts below the controls: scroll there before the shot.
 SCROLL_TO = {"decode": "#beam-title", "interpret": "#why-title"}
 SETTLED = """() => !document.body.classList.contains('busy') && window.__pending === 0"""
-# The x-ray shots: name → (language, viewport, query). Time step 2, decoder layer 1's cross-attention.
+# The x-ray shots: name → (language, viewport, query, what to scroll just below the player, or
+# None for the page as a learner lands on it). Time step 2, decoder layer 1's cross-attention.
 XRAY_QUERY = "/?text=The+cat+sits+on+the+mat.&frame=37"
 XRAY_SHOTS = {
-    "xray-en": ("en", (1440, 900), XRAY_QUERY),
-    "xray-zh": ("zh", (1440, 900), XRAY_QUERY),
-    "xray-zoom": ("en", (1440, 900), XRAY_QUERY + "&zoom=d-0&open=d-0-cross_attention"),
-    "xray-390": ("en", (390, 844), XRAY_QUERY),
+    "xray-en": ("en", (1440, 900), XRAY_QUERY, None),
+    "xray-zh": ("zh", (1440, 900), XRAY_QUERY, None),
+    "xray-390": ("en", (390, 844), XRAY_QUERY, None),
+    "xray-390-zh": ("zh", (390, 844), XRAY_QUERY, None),
+    "xray-zoom": ("en", (1440, 900), XRAY_QUERY + "&zoom=d-0", ".xr-group.xr-zoomed"),
+    "xray-block": ("en", (1440, 900), XRAY_QUERY + "&zoom=d-0&open=d-0-cross_attention",
+                   '.xr-row[data-key="d-0-cross_attention"] .xr-panel'),
+    "xray-chapter": ("en", (1440, 900), "/?text=The+children+were+playing+football+in+the+park.&chapter=9",
+                     None),
+    "xray-chapter-zh": ("zh", (1440, 900), "/?text=The+children+were+playing+football+in+the+park.&chapter=3",
+                        None),
 }
 # The translation above the player (beam 4 first, greedy beside it) on a sentence where they differ.
 TRANSLATION_QUERY = "/?text=The+museum+opens+at+nine+o%27clock+on+Sundays."
@@ -73,19 +81,23 @@ def open_xray(browser, address: str, lang: str, width: int, height: int):
 
 
 def xray_shots(browser, url: str, out: Path) -> None:
-    """The x-ray with the whole model below the player (and one layer zoomed, and on a phone)."""
-    for name, (lang, (width, height), query) in XRAY_SHOTS.items():
+    """The x-ray as a learner lands on it (en, zh; 1440 px and a phone), a zoomed layer, an opened
+    block and a guided chapter."""
+    for name, (lang, (width, height), query, target) in XRAY_SHOTS.items():
         context, page = open_xray(browser, url + query, lang, width, height)
-        target = ".xr-group.xr-zoomed" if "zoom=" in query else "#xr-stage"
-        page.evaluate(  # the stage (or the opened block) just below the sticky player
-            """(s) => { const top = document.querySelector(s).getBoundingClientRect().top + window.scrollY;
-                const player = document.getElementById('xr-player').offsetHeight;
-                const header = document.querySelector('header.site').offsetHeight;
-                window.scrollTo(0, top - player - header - 12); }""", target)
+        if target:
+            page.evaluate(  # the zoomed layer (or the opened block) just below the sticky player
+                """(s) => {
+                    const top = document.querySelector(s).getBoundingClientRect().top + window.scrollY;
+                    const player = document.getElementById('xr-player').offsetHeight;
+                    const header = document.querySelector('header.site').offsetHeight;
+                    window.scrollTo(0, top - player - header - 12); }""", target)
+        else:
+            page.evaluate("window.scrollTo(0, 0)")  # the first screen, as a learner lands on it
         page.wait_for_function(SETTLED, timeout=30000)
         page.wait_for_timeout(500)  # the zoom's transition and the beacon's glide
         # the full-width views are JPEG: as PNG they pass the README's 200 KB per picture
-        path = out / (f"{name}.jpg" if width >= 1000 and "zoom=" not in query else f"{name}.png")
+        path = out / (f"{name}.jpg" if width >= 1000 and target is None else f"{name}.png")
         extra = {"type": "jpeg", "quality": 72} if path.suffix == ".jpg" else {}
         page.screenshot(path=str(path), animations="disabled", **extra)
         print(f"{shown(path)}: {path.stat().st_size / 1024:.0f} KB")
