@@ -286,8 +286,8 @@ def train_stage(model: Transformer, english: EnglishTokenizer, chinese: ChineseT
                 history["steps"].append({"step": step, "loss": round(loss.item(), 4), "lr": lr,
                                          "grad_norm": round(grad_norm, 4), "epoch": epoch})
             if bar is not None:
-                bar.update()
                 bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{lr:.2e}", refresh=False)
+                bar.update()  # drawn with this step's loss
             if recipe.save_every and step % recipe.save_every == 0 and done < len(batches):
                 save_state(epoch - 1, {"rng": epoch_rng, "batches": done, "loss": epoch_loss,
                                        "tokens": epoch_tokens})
