@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import running_server, shot
+from tests.e2e.conftest import shot
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -25,11 +25,10 @@ ENC_SUBS = 2 + len(ENC_BLOCKS) * ENC_LAYERS  # tokens, embedding, then each laye
 DEC_SUBS = 2 + len(DEC_BLOCKS) * DEC_LAYERS  # the new token's embedding, each layer's blocks, output
 
 
-@pytest.fixture(scope="module")
-def server():
-    """The app on the shipped checkpoint (the seed sentence translates into real Chinese)."""
-    with running_server(None, "xray-server.log") as url:
-        yield url
+@pytest.fixture()
+def server(shipped_server):
+    """The shipped checkpoint (the seed sentence translates into real Chinese), one server a run."""
+    return shipped_server
 
 
 def post(server: str, path: str, body: dict) -> tuple[int, dict]:

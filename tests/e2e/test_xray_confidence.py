@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 
 from app import xray
-from tests.e2e.conftest import ARTIFACTS, running_server
+from tests.e2e.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.e2e
 CONFIDENT = "The cat sits on the mat."  # → 猫坐在垫子上。
@@ -26,11 +26,10 @@ TOO_LONG = ("She said that the weather would be nice tomorrow, so we decided to 
 WARNING = "#xr-result-lines .xr-result-warning"
 
 
-@pytest.fixture(scope="module")
-def server():
-    """The app on the shipped checkpoint: the calibration sentences translate as measured."""
-    with running_server(None, "xray-confidence-server.log") as url:
-        yield url
+@pytest.fixture()
+def server(shipped_server):
+    """The shipped checkpoint (the calibration sentences translate as measured), one server a run."""
+    return shipped_server
 
 
 @pytest.fixture()

@@ -11,7 +11,6 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 
 from app.pages.xray import beam_against_greedy
-from tests.e2e.conftest import running_server
 from tests.e2e.test_xray import XRAY, ready
 
 pytestmark = pytest.mark.e2e
@@ -19,10 +18,10 @@ EVAL = Path(__file__).resolve().parents[2] / "model" / "checkpoints" / "eval.jso
 TEXT = "Tom and Mary went to Paris in 2019."
 
 
-@pytest.fixture(scope="module")
-def server():
-    with running_server(None, "xray-decoding-switch-server.log") as url:
-        yield url
+@pytest.fixture()
+def server(shipped_server):
+    """The app on the shipped checkpoint (one server for the whole run)."""
+    return shipped_server
 
 
 def test_the_comparison_is_read_from_the_evaluation():

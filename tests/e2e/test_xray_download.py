@@ -9,7 +9,6 @@ from urllib.parse import quote, urlsplit
 import pytest
 
 from bench.common import sentences
-from tests.e2e.conftest import running_server
 from tests.e2e.test_xray import XRAY, open_block, ready, set_range
 from tests.waiting import wait_until
 
@@ -18,10 +17,10 @@ TEN_WORDS = sentences(10, 1, offset=27_010)[0]
 MAX_10_WORDS = 120_000  # bytes on the wire for a new 10-word sentence (issue 27's target)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with running_server(None, "xray-download-server.log") as url:
-        yield url
+@pytest.fixture()
+def server(shipped_server):
+    """The app on the shipped checkpoint (one server for the whole run)."""
+    return shipped_server
 
 
 def api_paths(calls: list) -> list[str]:

@@ -26,7 +26,6 @@ from app import xray
 from app.pages.decode import beam_lineage
 from bench.xray_payload import page_mean, shown, shown_mean
 from model.decoding import filter_distribution, length_penalty
-from tests.e2e.conftest import running_server
 from tests.e2e.test_xray import SEED, api
 
 pytestmark = pytest.mark.e2e
@@ -205,11 +204,10 @@ def test_beam_ranking_is_the_pythons_on_simulated_trees():
     assert 10 <= none_ended <= 140  # both branches of the rule are exercised
 
 
-@pytest.fixture(scope="module")
-def server():
-    """The app on the shipped checkpoint: real beam trees."""
-    with running_server(None, "xray-formulas-server.log") as url:
-        yield url
+@pytest.fixture()
+def server(shipped_server):
+    """The app on the shipped checkpoint: real beam trees (one server for the whole run)."""
+    return shipped_server
 
 
 def test_beam_ranking_is_the_pythons_on_real_trees(server):

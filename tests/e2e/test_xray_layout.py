@@ -10,16 +10,15 @@ from urllib.parse import quote
 import pytest
 
 from app import xray
-from tests.e2e.conftest import running_server
 from tests.e2e.test_xray import SEED, ready
 
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module")
-def server():
-    with running_server(None, "xray-layout-server.log") as url:
-        yield url
+@pytest.fixture()
+def server(shipped_server):
+    """The app on the shipped checkpoint (one server for the whole run)."""
+    return shipped_server
 
 
 def header_layout(server: str) -> dict:

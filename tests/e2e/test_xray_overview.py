@@ -12,18 +12,16 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
-from tests.e2e.conftest import running_server
 from tests.e2e.test_xray import DEC_LAYERS, ENC_LAYERS, SEED, active, frame_of, ready
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module")
-def server():
-    """The app on the shipped checkpoint."""
-    with running_server(None, "xray-overview-server.log") as url:
-        yield url
+@pytest.fixture()
+def server(shipped_server):
+    """The app on the shipped checkpoint (one server for the whole run)."""
+    return shipped_server
 
 
 def open_xray(page, server, query: str = "") -> None:
