@@ -80,8 +80,10 @@ def _read(path: Path, name: str, reader):
         raise CheckpointError(corrupt(path / name, error, RESTORE)) from error
 
 
+TRAIN = ("`python -m model.training.train model/training/recipes/shipped.toml --data ../shared/data "
+         "--out model/checkpoints`")
 RESTORE = ("restore the checkpoint folder (`git checkout model/checkpoints` for the shipped one) or "
-           "train one with `python -m model.training.train --data ../shared/data`")
+           f"train one with {TRAIN}")
 
 
 class InputError(ValueError):
@@ -169,7 +171,7 @@ class Translator:
         if missing:
             raise CheckpointError(
                 f"no usable checkpoint in {path} (missing {', '.join(missing)}); "
-                "train one with `python -m model.training.train --data ../shared/data` or pass --checkpoint"
+                f"train one with {TRAIN} or pass --checkpoint"
             )
         config = _read(path, "config.json", TransformerConfig.load)
         model = _read(path, "config.json", lambda _: Transformer(config))

@@ -324,9 +324,16 @@ const ITT = (() => {
       }
     }
   }
+  // a table that still scrolls sideways can be reached and scrolled from the keyboard
+  function focusable(table) {
+    const box = table.parentElement;
+    if (box.scrollWidth > box.clientWidth + 2) box.tabIndex = 0; else box.removeAttribute("tabindex");
+  }
   document.querySelectorAll(".table-scroll > table").forEach((table) => {
     labelCells(table);
-    new MutationObserver(() => labelCells(table)).observe(table, { childList: true, subtree: true });
+    focusable(table);
+    new MutationObserver(() => { labelCells(table); focusable(table); })
+      .observe(table, { childList: true, subtree: true });
   });
 
   // A chart drawn inside a closed <details> (a folded section of a long page) had no box to fit

@@ -176,7 +176,7 @@
     const n = data.labels.length;
     const free = data.greedy.slice(0, n);
     while (free.length < n) free.push("");
-    const header = [""].concat(data.labels.map((_, i) => String(i)));
+    const header = [ITT.t("training.row.position")].concat(data.labels.map((_, i) => String(i)));
     ITT.table(document.getElementById("shift-table"), header, [
       [ITT.t("training.row.input"), ...data.decoder_input],
       [ITT.t("training.row.label"), ...data.labels],

@@ -166,6 +166,7 @@ function makeRow(row, onToggle) {
   } else if (row.type === "chosen") {
     row.out = el("div", null, "xr-outrow");
     row.out.setAttribute("lang", "zh-CN");
+    row.out.setAttribute("role", "group");
     row.out.setAttribute("aria-label", t("xray.translation"));
     node.append(row.out);
   } else {
