@@ -97,7 +97,8 @@ def xray_shots(browser, url: str, out: Path) -> None:
         page.wait_for_function(SETTLED, timeout=30000)
         page.wait_for_timeout(500)  # the zoom's transition and the beacon's glide
         # the full-width views are JPEG: as PNG they pass the README's 200 KB per picture
-        path = out / (f"{name}.jpg" if width >= 1000 and target is None else f"{name}.png")
+        # (an opened block is mostly text and numbers: sharper, and small enough, as PNG)
+        path = out / (f"{name}.jpg" if width >= 1000 and name != "xray-block" else f"{name}.png")
         extra = {"type": "jpeg", "quality": 72} if path.suffix == ".jpg" else {}
         page.screenshot(path=str(path), animations="disabled", **extra)
         print(f"{shown(path)}: {path.stat().st_size / 1024:.0f} KB")
