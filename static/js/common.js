@@ -293,7 +293,10 @@ const ITT = (() => {
   // so no page runs for more than a few screens before its first fold; a #fragment still opens
   // the fold it leads into.
   if (window.matchMedia("(max-width: 600px)").matches) {
-    const target = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+    let target = null;
+    try { // a malformed "%" in the address is no fragment, not an error
+      target = location.hash ? document.getElementById(decodeURIComponent(location.hash.slice(1))) : null;
+    } catch (error) { target = null; }
     document.querySelectorAll("details[data-fold-phone]").forEach((details) => {
       if (!(target && details.contains(target))) details.open = false;
     });
