@@ -264,7 +264,9 @@ def train_stage(model: Transformer, english: EnglishTokenizer, chinese: ChineseT
                          "goes on from there", job.number, step, folder)
                 return None
             src, tgt_in, labels = collate([job.examples[i] for i in batch])
-            logits = model(src, tgt_in)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=recipe.precision == "bfloat16"):
+                logits = model(src, tgt_in)
+            logits = logits.float()  # the loss and the gradients' start in float32
             loss = smoothed_cross_entropy(logits, labels, recipe.label_smoothing)
             objective = loss
             if recipe.unlikelihood:

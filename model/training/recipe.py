@@ -66,6 +66,9 @@ class Recipe:
     unlikelihood: float = 0.0  # weight of the loss against repeating the last 4 tokens
     clip: float = 1.0
     threads: int = 2
+    # "bfloat16" runs the forward pass under CPU autocast (about 1.5x faster where the CPU has
+    # bfloat16 units: AMX or AVX512-BF16); the weights, the optimizer and the loss stay float32
+    precision: str = "float32"
     save_every: int = 500  # steps between the resumable states written inside an epoch
 
     def files(self) -> list[str]:
@@ -89,7 +92,7 @@ class Recipe:
             "concat": stage.transforms.get("concat", {}).get("count", 0),
             "batch_tokens": self.batch_tokens, "label_smoothing": self.label_smoothing,
             "unlikelihood": self.unlikelihood, "clip": self.clip, "dropout": self.dropout,
-            "threads": self.threads,
+            "threads": self.threads, "precision": self.precision,
         }
 
 
@@ -99,7 +102,7 @@ _SECTIONS = {
     "tokenizer": {"english_vocab"},
     "model": {"d_model", "n_heads", "n_layers", "d_ff", "dropout"},
     "train": {"seed", "threads", "batch_tokens", "label_smoothing", "unlikelihood", "clip",
-              "save_every"},
+              "precision", "save_every"},
 }
 _STAGE = {"label", "epochs", "warmup", "lr_factor", "decay", "average", "upsample", "transforms",
           "seed", "snapshots"}
@@ -123,6 +126,8 @@ def parse_recipe(text: str, name: str = "recipe") -> Recipe:
         if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
             raise ValueError(f"{key} takes a number ≥ 0, not {value} (a negative unlikelihood "
                              "weight would reward repeating)")
+    if values.get("precision", "float32") not in ("float32", "bfloat16"):
+        raise ValueError("[train] precision is 'float32' or 'bfloat16'")
     seed = values.pop("seed", 13)
     sources = tuple(values.pop("sources", ("tatoeba", "hsk")))
     for source in sources:
