@@ -62,8 +62,9 @@ def english_outside_the_list(text: str) -> list[str]:
     for phrase in PHRASES:
         text = re.sub(r"(?<![A-Za-z0-9_\-])" + re.escape(phrase) + r"(?![A-Za-z0-9_\-])", " ", text)
     words = [w for w in WORD.findall(text) if re.search(r"[A-Za-z]", w)]
-    # symbols: one letter (x, Q, T, O), or an identifier with an underscore (d_model, W_Q)
-    return [w for w in words if not (len(w) == 1 or "_" in w)]
+    # symbols: one letter (x, Q, T, O), an identifier with an underscore (d_model, W_Q), or a
+    # number times a letter (8d² is 8·d²)
+    return [w for w in words if not (len(w) == 1 or "_" in w or re.fullmatch(r"\d+[A-Za-z]", w))]
 
 
 def variants_used(text: str) -> list[str]:
