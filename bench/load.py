@@ -25,7 +25,10 @@ figures of a long sentence with ``ig_steps`` 256, the x-ray of a long sentence) 
 Per kind: served, shed at once, stopped at the deadline; the slowest answer of any status; and
 each shed answer's Retry-After against the real wait: the seconds from that answer until the
 last served request of its burst was answered (when the work queued ahead of it was done),
-counted as at least 1 s (Retry-After is whole seconds, at least 1).
+counted as at least 1 s (Retry-After is whole seconds, at least 1). A client whose request was
+shed waits exactly its Retry-After and sends it once more (as a client honouring the header
+would): the share of those retries admitted says whether Retry-After is long enough. Meanwhile
+/healthz is asked every 100 ms, and each server process's RSS is read before and after.
 """
 
 from __future__ import annotations
@@ -404,6 +407,10 @@ def mixed_requests(count: int, offset: int) -> list[tuple[str, str, str, dict | 
 def mixed_scenario(server: LiveServer, size: int, concurrency: int, bursts: int) -> dict:
     """The four heavy kinds at once, ``bursts`` times (see the module docstring)."""
     answers: list[dict] = []  # one per request: kind, burst, sent, answered, outcome, retry_after
+    retries: list[dict] = []  # the same for each shed request sent again after its Retry-After
+    rss_before = server.rss_by_process()
+    probe = Probe(server)
+    probe.__enter__()
     for burst in range(bursts):
         requests = mixed_requests(size, 20_000 + burst * size)
         lock = threading.Lock()
@@ -419,20 +426,14 @@ def mixed_scenario(server: LiveServer, size: int, concurrency: int, bursts: int)
                     if item is None:
                         return
                     name, method, path, body = item
-                    sent = time.perf_counter()
-                    retry_after = None
-                    try:
-                        response = http.request(method, path, json=body)
-                        outcome: int | str = response.status_code
-                        if outcome == 503:
-                            retry_after = int(response.headers.get("retry-after", "0"))
-                            outcome = "shed" if "busy" in response.text else "deadline"
-                    except httpx.HTTPError as error:
-                        outcome = type(error).__name__
+                    answer = _send(http, method, path, body)
                     with lock:
-                        answers.append({"kind": name, "burst": burst, "sent": sent,
-                                        "answered": time.perf_counter(), "outcome": outcome,
-                                        "retry_after": retry_after})
+                        answers.append({"kind": name, "burst": burst, **answer})
+                    if answer["outcome"] == "shed":  # honour Retry-After: wait it, try once more
+                        time.sleep(answer["retry_after"])
+                        again = _send(http, method, path, body)
+                        with lock:
+                            retries.append({"kind": name, "burst": burst, **again})
 
         threads = [threading.Thread(target=client) for _ in range(concurrency)]
         started = time.perf_counter()
@@ -444,7 +445,43 @@ def mixed_scenario(server: LiveServer, size: int, concurrency: int, bursts: int)
         print(f"burst {burst + 1}: {size} requests from {concurrency} clients, last answer after "
               f"{max(a['answered'] for a in mine) - started:.1f} s")
         time.sleep(2)  # let every worker's queue drain before the next burst
-    return mixed_report(answers)
+    probe.__exit__(None, None, None)
+    report = mixed_report(answers)
+    admitted = sum(r["outcome"] == 200 for r in retries)
+    share = admitted / len(retries) if retries else None
+    health = percentiles(probe.health_ms) if probe.health_ms else None
+    rss_after = server.rss_by_process()
+    for kind, row in report["kinds"].items():
+        row["retried_admitted"] = sum(r["outcome"] == 200 for r in retries if r["kind"] == kind)
+        print(f"  {kind:<14} served first time {row['served']:>3}/{row['sent']} · its retries "
+              f"admitted {row['retried_admitted']}")
+    report.update(retries=len(retries), retries_admitted=admitted,
+                  retries_other=dict(Counter(str(r["outcome"]) for r in retries if r["outcome"] != 200)),
+                  healthz_p99_ms=round(health["p99"], 1) if health else None,
+                  healthz_failed=probe.health_failures,
+                  rss_mb_before=rss_before, rss_mb_after=rss_after)
+    print(f"  shed, then sent again after exactly Retry-After: {admitted} of {len(retries)} admitted"
+          + (f" ({share:.0%})" if retries else "") + f" · other outcomes {report['retries_other']}")
+    print(f"  /healthz p99 {report['healthz_p99_ms']} ms (failed {probe.health_failures}) · RSS per "
+          f"process before {rss_before} MB, after {rss_after} MB")
+    return report
+
+
+def _send(http: httpx.Client, method: str, path: str, body: dict | None) -> dict:
+    """One request: when it was sent and answered, its outcome (status, "shed": refused at once
+    as busy, "deadline": stopped at the time limit, or the error) and Retry-After when 503."""
+    sent = time.perf_counter()
+    retry_after = None
+    try:
+        response = http.request(method, path, json=body)
+        outcome: int | str = response.status_code
+        if outcome == 503:
+            retry_after = int(response.headers.get("retry-after", "0"))
+            outcome = "shed" if "busy" in response.text else "deadline"
+    except httpx.HTTPError as error:
+        outcome = type(error).__name__
+    return {"sent": sent, "answered": time.perf_counter(), "outcome": outcome,
+            "retry_after": retry_after}
 
 
 def mixed_report(answers: list[dict]) -> dict:

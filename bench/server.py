@@ -125,6 +125,18 @@ class LiveServer:
             pids += [int(p) for p in children.read_text().split()]
         return pids
 
+    def rss_by_process(self) -> dict[int, int]:
+        """Resident memory (MB) of each of the server's processes, by pid."""
+        out = {}
+        for pid in self.pids():
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        out[pid] = round(int(line.split()[1]) / 1024)
+            except FileNotFoundError:
+                continue
+        return out
+
     def rss_mb(self) -> float:
         """Resident memory of the server (all its processes), from /proc/<pid>/status."""
         total_kb = 0
