@@ -125,7 +125,9 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
         "text": trace.text, "translation": trace.translation, "finished": trace.finished,
         "source_tokens": trace.source_tokens, "target_tokens": trace.target_tokens,
         "decoder_input": trace.decoder_input, "options": trace.options,
-        "length_penalty": trace.options.get("length_penalty", 0.6),
+        # beam search's α as this trace ran it (model.decoding.LENGTH_PENALTY unless asked otherwise):
+        # static/js/xray/beamtree.js ranks the tree with it
+        "length_penalty": trace.options["length_penalty"],
         "steps": steps, "beam": asdict_list(trace.beam), "original": original,
         "alternative": alternative,
         # the narration quotes the first three numbers of a source token's embedding

@@ -98,6 +98,22 @@ def test_the_view_carries_the_models_own_stages(app_client):
     assert header["layout"]["decoder"][-1]["kind"] == "logits"
 
 
+@pytest.mark.parametrize("alpha", [None, 1.0])
+def test_the_view_carries_the_length_penalty_the_search_ran_with(app_client, alpha):
+    """The beam tree's ranking on the page divides by the α the header names: the one the trace's
+    beam search ran with, the model's one default (model.decoding.LENGTH_PENALTY) unless another
+    was asked for."""
+    from app import xray
+    from model.decoding import LENGTH_PENALTY, DecodingOptions
+
+    translator = app_client.app.state.translator
+    options = DecodingOptions(strategy="beam", beam_size=3, max_len=6,
+                              **({} if alpha is None else {"length_penalty": alpha}))
+    trace = translator.trace(TEXT, options)
+    header, _ = xray.unpack(xray.view(trace, translator.chinese.vocabulary))
+    assert header["length_penalty"] == (LENGTH_PENALTY if alpha is None else alpha)
+
+
 def test_an_opened_attention_block_is_the_traced_head(app_client):
     body = {"text": TEXT, "max_len": 6}
     trace = app_client.post("/api/trace", json=body).json()

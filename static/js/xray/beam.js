@@ -3,7 +3,9 @@
    Python). */
 
 /** GNMT's length penalty ((5 + L) / 6)^α, the divisor beam search ranks hypotheses by.
-    A copy of model.decoding.length_penalty (model/decoding.py), which the search divides by. */
+    A copy of model.decoding.length_penalty (model/decoding.py), which the search divides by.
+    α is the view header's length_penalty: the trace's own (model.decoding.LENGTH_PENALTY unless
+    another was asked for); no default is written here. */
 export function lengthPenalty(length, alpha) {
   return ((5 + length) / 6) ** alpha;
 }
