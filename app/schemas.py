@@ -1,9 +1,15 @@
 """The request and response bodies more than one page uses. Every request field has a limit;
 a page's own request schemas live in its module (``app/pages/<page>.py``).
 
+Every string a client sends is NFC-normalised once, where it arrives (``Strict`` and
+``QueryModel``), before any limit or rule reads it: "A" + U+0300 is "À" for every check and for the
+model. A route that derives a second request from a validated one builds it with
+``model_construct`` (no second validation of text already checked).
+
 Non-English input: the model only knows English sub-words, so text without a single Latin letter
-(Chinese, emoji, digits only) is rejected with a 422 that says English is expected. Text that mixes
-English with other characters is translated; unknown pieces become <unk>.
+(A–Z, with or without accents; not Chinese, emoji or digits only) is rejected with a 422 that says
+English is expected. Text that mixes English with other characters is translated; unknown pieces
+become <unk>.
 
 /openapi.json states every rule a JSON schema can express (patterns, and maxima taken from the
 loaded model by ``model_schema()``); each operation's 422 description lists the rest.
@@ -32,10 +38,33 @@ MAX_SEED = 2**31 - 1
 # Below this, logits / temperature overflows float32 for confident steps (softmax turns to NaN);
 # the pages' sliders start here too.
 MIN_TEMPERATURE = 0.05
-LATIN_LETTER = re.compile(r"[A-Za-z]")
+# A Latin letter, with or without accents: A–Z, Latin-1's letters, Latin Extended-A/B and
+# Latin Extended Additional. NFC keeps a text that has one having one ("A" + U+0300 composes to
+# "À", inside the class; tests/app/test_schemas_nfc.py checks every code point), so the schema's
+# pattern, which a client applies to the text as sent, and the server's check, which reads the
+# normalised text, agree.
+LATIN_LETTER = re.compile(r"[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]")
 # The rule in the schema (a JSON-schema pattern matches anywhere in the string); the validator
-# below enforces it, on the text as sent, with a message that says English is expected.
+# below enforces it with a message that says English is expected.
 ENGLISH = {"pattern": LATIN_LETTER.pattern}
+
+
+def nfc(data):
+    """``data`` with every string in it (a field, or an item of a list field) NFC-normalised."""
+    if isinstance(data, str):
+        return unicodedata.normalize("NFC", data)
+    if isinstance(data, list):
+        return [nfc(item) for item in data]
+    if isinstance(data, dict):
+        return {key: nfc(value) for key, value in data.items()}
+    return data
+
+
+def english(text: str) -> str:
+    """Normalised text that has a Latin letter, its runs of white space made one space."""
+    if not LATIN_LETTER.search(text):
+        raise ValueError("text must be English: the model reads English and writes Chinese")
+    return " ".join(text.split())
 
 # A field whose limit depends on the loaded model carries this mark; model_schema() replaces it by
 # the checkpoint's own maximum (or, for Chinese tokens, its vocabulary) in /openapi.json.
@@ -58,14 +87,15 @@ class Strict(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def whole_numbers(cls, data):
-        """JSON Schema's ``integer`` includes 2.0, so an integer field takes a whole float too
+        """Strings NFC-normalised (the boundary: every check reads what the model will), and
+        JSON Schema's ``integer`` includes 2.0, so an integer field takes a whole float too
         (strict mode alone would refuse it; it still refuses true, "2" and 2.5)."""
         if not isinstance(data, dict):
             return data
         integers = {name for name, field in cls.model_fields.items()
                     if field.annotation in (int, int | None)}
         return {key: int(value) if key in integers and type(value) is float and value.is_integer()
-                else value for key, value in data.items()}
+                else nfc(value) for key, value in data.items()}
 
 
 class TranslateRequest(Strict):
@@ -89,10 +119,7 @@ class TranslateRequest(Strict):
     @field_validator("text")
     @classmethod
     def english_text(cls, text: str) -> str:
-        # checked before NFC, as the schema's pattern is: "A" + U+0300 composes to "À"
-        if not LATIN_LETTER.search(text):
-            raise ValueError("text must be English: the model reads English and writes Chinese")
-        return " ".join(unicodedata.normalize("NFC", text).split())
+        return english(text)
 
     def cache_key(self) -> tuple:
         """The same translation → the same key: options a strategy ignores are dropped."""
@@ -116,6 +143,12 @@ class QueryModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
+    @model_validator(mode="before")
+    @classmethod
+    def normalised(cls, data):
+        """Every parameter NFC-normalised before any check (as ``Strict`` does for bodies)."""
+        return nfc(data)
+
 
 class TextQuery(QueryModel):
     """An English sentence in the query string (the same rule as the translate endpoints)."""
@@ -127,7 +160,7 @@ class TextQuery(QueryModel):
     @field_validator("text")
     @classmethod
     def english_text(cls, text: str) -> str:
-        return TranslateRequest.english_text(text)
+        return english(text)
 
 
 class TraceRequest(TranslateRequest):

@@ -31,7 +31,6 @@ from app.schemas import (
     model_limit,
 )
 from model.explain import ablation as ablate
-from model.translator import InputError
 
 router = APIRouter()
 PageText = page_text("ablation")
@@ -71,7 +70,8 @@ class ImportanceRequest(TraceRequest):
 
 
 class WordOrderRequest(TranslateRequest):
-    shuffle: int = Field(1, ge=0, le=9999, description="which shuffle of the words (a seed); 0–9999")
+    shuffle: int = Field(1, ge=0, le=9999, description="which shuffle of the words (a seed); 0–9999"
+                                                      " (a text of one word has only its own order)")
 
 
 ABLATION_ERRORS = errors(TOKENS_RULE, FORCED_RULE, PARTS_RULE)
@@ -112,21 +112,19 @@ def importance(request: ImportanceRequest, engine: EngineDep, translator: Transl
     return {**summary(trace), **result}
 
 
-WORDS_RULE = "text must have at least two words to shuffle"
-
-
-@router.post("/api/ablation/word-order", responses=errors(TOKENS_RULE, WORDS_RULE), tags=["model"])
+@router.post("/api/ablation/word-order", responses=errors(TOKENS_RULE), tags=["model"])
 def word_order(request: WordOrderRequest, engine: EngineDep, translator: TranslatorDep,
                response: Response) -> dict:
     """The sentence and its words shuffled, through the encoder with and without positional
-    encoding: how far apart the same token's vectors are in the two, and the translations."""
+    encoding: how far apart the same token's vectors are in the two, and the translations. A
+    sentence of fewer than two words has one order: ``shuffled`` is false and the sentence is
+    compared with itself (the page says the test needs two words)."""
     trace, trace_ms = engine.trace(request)
-    if len(ablate.word_spans(trace.source_tokens, trace.source_ids)) < 2:
-        raise InputError("text", WORDS_RULE)
+    words = len(ablate.word_spans(trace.source_tokens, trace.source_ids))
     result, model_ms = engine.derived(request, trace, ("word-order", request.shuffle),
                                       ablate.word_order, translator, trace, request.shuffle)
     timed(response, trace_ms + model_ms)
-    return {**summary(trace), **result}
+    return {**summary(trace), **result, "shuffled": words > 1}
 
 
 # -- figures --------------------------------------------------------------------------------------

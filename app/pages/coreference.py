@@ -166,7 +166,7 @@ def page(request: Request, lang: LanguageDep) -> HTMLResponse:
 def coreference_ranking(query: Annotated[CoreferenceQuery, Query()], engine: EngineDep,
                         translator: TranslatorDep, t: PageText, response: Response) -> dict:
     """Every encoder head ranked by the weight the pronoun's row puts on the referent."""
-    trace, model_ms = engine.trace(TranslateRequest(text=query.text))
+    trace, model_ms = engine.trace(TranslateRequest.model_construct(text=query.text))
     tokens = trace.source_tokens
 
     def find(field: str, after: int = -1) -> list[int]:

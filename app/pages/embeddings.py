@@ -48,7 +48,7 @@ def embeddings_figures(request: EmbeddingsRequest, engine: EngineDep, translator
                        t: PageText, response: Response) -> dict:
     """Token embeddings (×√d), positional encodings, their sum, the position table and its
     cosine similarities, and the 2-D projection of the token vectors after every layer."""
-    trace, model_ms = engine.trace(TraceRequest(**request.model_dump(exclude={"positions"})))
+    trace, model_ms = engine.trace(TraceRequest.model_construct(**request.model_dump(exclude={"positions"})))
     table, _ = engine.run(positional_encoding, translator, request.positions)
     d = translator.config.d_model
     root = math.sqrt(d)

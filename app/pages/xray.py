@@ -176,8 +176,8 @@ def alternative_options(request: TraceRequest) -> DecodingOptions:
 def alternative_request(request: TraceRequest) -> TraceRequest:
     """The request of :func:`alternative_options`' decoding, to find its trace when one is kept."""
     options = alternative_options(request)
-    return TraceRequest(text=request.text, strategy=options.strategy, beam_size=options.beam_size,
-                        max_len=options.max_len)
+    return TraceRequest.model_construct(text=request.text, strategy=options.strategy,
+                                        beam_size=options.beam_size, max_len=options.max_len)
 
 
 def alternative(translator: Translator, request: TraceRequest, kept: Trace | None = None) -> dict:

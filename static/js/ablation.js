@@ -234,6 +234,10 @@
         row("ablation.order_shuffled_translation", (setting) => setting.shuffled_translation),
       ], true);
     const without = answer.without_positions;
+    if (!answer.shuffled) { // one word has one order: nothing to compare
+      document.getElementById("order-verdict").textContent = ITT.t("ablation.too_short");
+      return;
+    }
     document.getElementById("order-verdict").textContent = ITT.t("ablation.order_verdict", {
       gap: gap(without.max_difference),
       size: without.typical_value.toFixed(2),
