@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 
 from app.i18n import COOKIE, LANGUAGES, Translate
+from app.model_facts import activation_name, model_facts
 from app.schemas import MAX_TEXT_CHARS
 from model.tokenizer import MAX_SOURCE_TOKENS
 
@@ -80,6 +81,7 @@ def render_page(request: Request, page: str, lang: str, **context) -> HTMLRespon
             "text_refused": refusal(translator, text, t),
             "config": translator.config,
             "about": model_line(translator, t),
+            "facts": model_facts(translator),
             "strings": t.table,
             **context,
         },
@@ -108,15 +110,6 @@ def refusal(translator, text: str, t: Translate) -> str | None:
         return t("form.limit.pieces_word", **values)
     end = " ".join(words[max(0, fit - 4):fit])  # the last words it can read
     return t("form.limit.pieces", **values, fit=fit, words=len(words), end=end)
-
-
-ACTIVATION_NAMES = {"relu": "ReLU", "swish": "SiLU", "silu": "SiLU", "gelu": "GELU"}
-
-
-def activation_name(config) -> str:
-    """The FFN's non-linearity as the pages name it: ReLU for this project's model, SiLU for
-    Hugging Face Marian ones."""
-    return ACTIVATION_NAMES.get(config.activation, config.activation)
 
 
 def model_line(translator, t: Translate) -> dict:

@@ -1,0 +1,87 @@
+"""What the pages say about the model follows the model that is loaded: this project's checkpoint
+(BPE with ## for English, one id per Chinese character, sin/cos interleaved) or a Marian model
+(SentencePiece with ▁ on both sides, the table as [sin…, cos…] halves, SiLU)."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+
+# (what must be there, what must not), per model and language
+EMBEDDINGS = {
+    ("ours", "en"): (["PE(pos, 2i) = sin", "Even dimensions use sine, odd ones cosine"], ["half"]),
+    ("ours", "zh"): (["PE(pos, 2i) = sin", "偶数维用正弦、奇数维用余弦"], ["一半"]),
+    ("marian", "en"): (["PE(pos, i) = sin", "PE(pos, d/2 + i) = cos", "first half of the dimensions"],
+                       ["Even dimensions", "2i+1"]),
+    ("marian", "zh"): (["PE(pos, i) = sin", "PE(pos, d/2 + i) = cos", "前一半维度"], ["偶数维", "2i+1"]),
+}
+TOKENS = {
+    ("ours", "en"): (["start with ##", "one id per character"], ["▁", "SentencePiece"]),
+    ("ours", "zh"): (["以 ## 开头", "一个字一个编号"], ["▁", "SentencePiece"]),
+    ("marian", "en"): (["SentencePiece", "▁"], ["##", "one id per character"]),
+    ("marian", "zh"): (["SentencePiece", "▁"], ["##", "一个字一个编号"]),
+}
+
+
+@pytest.fixture(scope="module")
+def clients(app_client, tiny_marian):
+    app = create_app(Settings(model=str(tiny_marian), cache_size=8, access_log=False))
+    with TestClient(app) as marian:
+        yield {"ours": app_client, "marian": marian}
+    app_client.cookies.clear()
+
+
+def visible(client, path: str, lang: str) -> str:
+    """The page's text as a reader sees it: tags dropped, entities and <sup> read inline."""
+    client.cookies.set("lang", lang)
+    html = client.get(path).text
+    main = re.search(r"<main.*?</main>", html, re.S).group(0)
+    main = re.sub(r"<script.*?</script>", " ", main, flags=re.S)
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", "", main)))
+
+
+@pytest.mark.parametrize("model", ["ours", "marian"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_position_table_is_explained_as_the_model_lays_it_out(clients, model, lang):
+    text = visible(clients[model], "/embeddings", lang)
+    present, absent = EMBEDDINGS[model, lang]
+    assert [p for p in present if p not in text] == []
+    assert [a for a in absent if a in text] == []
+
+
+@pytest.mark.parametrize("model", ["ours", "marian"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_tokenizer_is_explained_as_the_model_cuts_text(clients, model, lang):
+    for path in ("/tokens", "/tour?step=2"):
+        text = visible(clients[model], path, lang)
+        present, absent = TOKENS[model, lang]
+        assert [p for p in present if p not in text] == [], path
+        assert [a for a in absent if a in text] == [], path
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_output_layer_scores_what_the_model_writes(clients, lang):
+    """One score per character for our model; per piece for Marian (a piece may be a whole word)."""
+    unit = {"en": ("one score per character", "one score per piece"),
+            "zh": ("每个字一个分数", "每个片段一个分数")}[lang]
+    for model, (say, not_say) in (("ours", unit), ("marian", unit[::-1])):
+        text = visible(clients[model], "/decode", lang)
+        assert say in text and not_say not in text, model
+
+
+def test_the_facts_come_from_the_config_and_the_tokenizers(clients):
+    from app.model_facts import model_facts
+
+    ours = model_facts(clients["ours"].app.state.translator)
+    marian = model_facts(clients["marian"].app.state.translator)
+    assert ours == {"position_layout": "interleaved", "source_pieces": "bpe", "target_pieces": "characters",
+                    "layers": ours["layers"], "activation": "ReLU", "norm": "post"}
+    assert marian["position_layout"] == "halves" and marian["activation"] == "SiLU"
+    assert marian["source_pieces"] == marian["target_pieces"] == "sentencepiece"
+    assert marian["layers"] == "2+2" and marian["norm"] == "post"
