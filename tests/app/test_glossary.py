@@ -24,14 +24,15 @@ PHRASES = sorted((p for group, words in ALLOWED.items() if group != "about" for 
 
 
 def glosses() -> dict[str, set[str]]:
-    """Chinese form → the English accepted right after it in （…）, lower-cased."""
+    """Chinese form → the English accepted right after it in （…）, spelled as listed (one casing:
+    后置归一化（post-norm）, never （Post-Norm））."""
     accepted: dict[str, set[str]] = {}
     for term in TERMS.values():
         for zh in filter(None, (term["zh"], term.get("full"))):
-            accepted.setdefault(zh, set()).update(g.lower() for g in [term["en"], *term.get("gloss", [])])
+            accepted.setdefault(zh, set()).update([term["en"], *term.get("gloss", [])])
     for zh, extra in GLOSSARY["gloss"].items():
         if zh != "about":
-            accepted.setdefault(zh, set()).update(g.lower() for g in extra)
+            accepted.setdefault(zh, set()).update(extra)
     return accepted
 
 
@@ -42,7 +43,7 @@ def without_glosses(text: str) -> str:
     """``层归一化（LayerNorm）`` → ``层归一化``: an English gloss after the Chinese term is allowed."""
     for form in sorted(GLOSSES, key=len, reverse=True):
         for gloss in GLOSSES[form]:
-            text = re.sub(re.escape(f"{form}（{gloss}）"), form, text, flags=re.I)
+            text = text.replace(f"{form}（{gloss}）", form)
     return text
 
 
@@ -107,6 +108,50 @@ def test_chinese_strings_leave_no_english_outside_the_allowed_list(page):
     assert stray == {}
 
 
+STIFF = {phrase: better for phrase, better in GLOSSARY["stiff_phrases"].items() if phrase != "about"}
+# a Chinese term followed by an English gloss: 后置归一化（post-norm）
+GLOSSED = re.compile(r"([\u4e00-\u9fff][\u4e00-\u9fff +&]*)（([A-Za-z][A-Za-z &\-]*)）")
+
+
+def renderings(texts) -> dict[str, set[str]]:
+    """Each English gloss (lower-cased) → the ways the Chinese strings write it: the Chinese term
+    before it (its last four characters or more, as far as the glossary knows the term) and the
+    English's own spelling."""
+    found: dict[str, set[str]] = {}
+    known = sorted(GLOSSES, key=len, reverse=True)
+    for text in texts:
+        for chinese, english in GLOSSED.findall(text):
+            term = next((form for form in known if chinese.endswith(form)), chinese[-4:])
+            found.setdefault(english.lower(), set()).add(f"{term}（{english}）")
+    return found
+
+
+def test_each_glossed_term_has_one_chinese_rendering_and_one_english_spelling():
+    """The same English term in （…） after two different Chinese words, or spelled two ways
+    (Pre-Norm / pre-norm), is one idea with two names."""
+    assert {gloss: forms for gloss, forms in renderings(ZH.values()).items() if len(forms) > 1} == {}
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_chinese_strings_avoid_the_stiff_phrases(page):
+    stiff = {key: [f"{p!r} (say {STIFF[p]!r})" for p in STIFF if p in text]
+             for (p_, key), text in ZH.items() if p_ == page}
+    assert {key: found for key, found in stiff.items() if found} == {}
+
+
+def test_one_line_does_not_mix_a_terms_short_and_full_forms():
+    """残差 + 归一化 → … → 残差连接 + 层归一化 in one line reads as two things; the full form may
+    only follow the short one as its gloss: 残差 + 归一化（残差连接 + 层归一化）."""
+    mixed = {}
+    for (page, key), text in ZH.items():
+        for name, term in TERMS.items():
+            if "full" in term:
+                rest = text.replace(f"{term['zh']}（{term['full']}）", "")
+                if term["full"] in rest and term["zh"] in rest.replace(term["full"], ""):
+                    mixed[page, key] = name
+    assert mixed == {}
+
+
 def test_a_page_that_uses_a_short_form_spells_out_the_full_form():
     """残差 + 归一化 is short for 残差连接 + 层归一化: each page that uses it says the long form too."""
     for name, term in TERMS.items():
@@ -134,3 +179,11 @@ def test_the_checks_catch_what_they_are_for():
     assert english_outside_the_list("强制之后 vs 原来") == ["vs"]
     assert english_outside_the_list("推测解码（speculative decoding）；读到“she”时；W_Q、x、T") == []
     assert english_outside_the_list("由 python -m model.training.evaluate 写出 eval.json") == []
+    assert variants_used("本轮训练：{epochs} 轮") and variants_used("训练周期") and variants_used("轮次")
+    assert not variants_used("本次训练：{epochs} 轮") and not variants_used("每轮之后")
+    assert variants_used("英语子词") and variants_used("加上偏移 β") and variants_used("每个快照 3 兆字节")
+    assert variants_used("前置归一化（Pre-Norm）") and not variants_used("前置归一化（pre-norm）")
+    assert english_outside_the_list("BLEU（sacrebleu）") == ["sacrebleu"]
+    assert len(renderings(["A 是后置归一化（post-norm）", "B 是后归一（post-norm）"])["post-norm"]) == 2
+    assert len(renderings(["前置归一化（Pre-Norm）", "前置归一化（pre-norm）"])["pre-norm"]) == 2
+    assert len(renderings(["前置归一化（pre-norm）", "即前置归一化（pre-norm）"])["pre-norm"]) == 1

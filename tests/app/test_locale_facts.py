@@ -24,9 +24,13 @@ FACTS = {
     ("decode", "res.gradient", "zh"): (["任何子层都缩不小"],
                                        ["后置归一化", "层归一化", "前置归一化", "放大或缩小"]),
     # 3. DeepNorm scales up the shortcut x·α and initialises the sublayers smaller
-    ("scale", "scale.imp.deepnorm", "en"): (["residual branch up"],
-                                            ["shortcut", "x·α", "α > 1", "smaller"]),
-    ("scale", "scale.imp.deepnorm", "zh"): (["放大残差支路"], ["捷径", "x·α", "α > 1", "更小"]),
+    # and (issue 58) only the FFN, W_V and W_O start smaller; queries and keys keep theirs
+    ("scale", "scale.imp.deepnorm", "en"): (["residual branch up", "initialise the sub-layers' weights"],
+                                            ["shortcut", "x·α", "α > 1", "smaller", "value and output",
+                                             "queries and keys keep"]),
+    ("scale", "scale.imp.deepnorm", "zh"): (["放大残差支路", "把子层的权重初始化得更小"],
+                                            ["捷径", "x·α", "α > 1", "更小", "值和输出的投影",
+                                             "查询和键的投影保持不变"]),
     # 4. Transformer-XL caches the previous segment; the Compressive Transformer compresses
     ("scale", "scale.imp.memory", "en"): (["Compressed memory (Transformer-XL"],
                                           ["previous segment", "cached", "Compressive Transformer"]),
@@ -52,6 +56,38 @@ FACTS = {
     ("attention", "stage.scale_help", "en"): (["Dot products grow with the number of dimensions"],
                                               ["variance d_k", "variance back to 1"]),
     ("attention", "stage.scale_help", "zh"): (["维度越多，点积越大"], ["方差就是 d_k", "方差拉回 1"]),
+    # issue 58. 1: under beam search a chosen token may be no layer's top candidate
+    ("decode", "why.never_top", "en"): (["(it was sampled or forced)"], ["beam search", "whole path"]),
+    ("decode", "why.never_top", "zh"): (["（它是采样或强制得到的）"], ["束搜索", "整条路径"]),
+    # 2. box 7 (Linear + softmax) comes after the whole stack, not inside a decoder layer
+    ("decode", "decode.intro", "en"): (["seven things"], ["six parts", "after the whole stack"]),
+    ("decode", "decode.intro", "zh"): (["七件事"], ["六个部分", "整个解码器之后"]),
+    ("decode", "decode.fold.boxes", "en"): ([], ["boxes 1–6", "box 7 comes after the last layer"]),
+    ("decode", "decode.fold.boxes", "zh"): ([], ["第 1–6 格", "第 7 格在最后一层之后"]),
+    # 3. the FFN holds half of a decoder layer's parameters, two-thirds of an encoder layer's
+    ("scale", "scale.design.ffn.a", "en"): (["most of each layer's parameters"],
+                                            ["two-thirds of an encoder layer", "half of a decoder layer"]),
+    ("scale", "scale.design.ffn.a", "zh"): (["是每层参数最多的部分"],
+                                            ["编码器层参数的三分之二", "解码器层的一半"]),
+    # 4. GPT: decoder-only, pre-norm, learned positions, GELU; GPT-4 unpublished
+    ("scale", "scale.intro", "en"): (["The architecture is nearly the same"],
+                                     ["decoder-only", "pre-norm", "learned positions", "GELU"]),
+    ("scale", "scale.intro", "zh"): (["架构几乎一样"], ["只有解码器", "前置归一化", "位置向量", "GELU"]),
+    ("tour", "tour.scale.text", "en"): (["make GPT-3 and GPT-4"],
+                                        ["decoder-only", "pre-norm", "never published"]),
+    ("tour", "tour.scale.text", "zh"): (["就是 GPT-3、GPT-4"], ["只有解码器", "前置归一化", "从未公开"]),
+    # 5. greedy_fast: a float32 copy re-drafts; after three checks, step by step
+    ("decode", "decode.explain.greedy_fast", "en"): (["the guessing goes on from it"],
+                                                     ["float32", "three", "step by step instead"]),
+    ("decode", "decode.explain.greedy_fast", "zh"): (["再从那里接着猜"],
+                                                     ["float32", "三次", "一步一步地解码"]),
+    # 6. (DeepNet: the deepnorm entries above, issue 32's third point)
+    # 7. the Chinese tokenizer is BLEU's; chrF works on characters
+    ("training", "training.eval.intro", "en"): (["(sacrebleu, Chinese tokenization)"],
+                                                ["BLEU counts matching words after",
+                                                 "chrF counts matching character"]),
+    ("training", "training.eval.intro", "zh"): (["（sacrebleu，中文分词）"],
+                                                ["BLEU 先用", "chrF 数相同的字符片段"]),
 }
 
 
