@@ -88,6 +88,12 @@ FACTS = {
                                                  "chrF counts matching character"]),
     ("training", "training.eval.intro", "zh"): (["（sacrebleu，中文分词）"],
                                                 ["BLEU 先用", "chrF 数相同的字符片段"]),
+    # the two languages said different things: a forced character can be at any step; learners
+    # type English titles; the probe drops the full stop, not any final punctuation
+    ("xray", "xray.result.forced", "zh"): (["开头是"], ["含有你强制的字"]),
+    ("training", "training.eval.learner_text", "zh"): (["帕特尔医生"], ["“Dr. Patel”", "“Mrs. Walsh”"]),
+    ("training", "training.eval.no_stops", "zh"): (["句末标点"], ["句号"]),
+    ("training", "training.eval.category.no_stop", "zh"): (["无标点"], ["句号"]),
 }
 
 
