@@ -24,6 +24,17 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from app.security import HEADERS
 from app.settings import Settings
 
+# 16 KB: the sentence box's 600 characters, each a percent-encoded Chinese character (5,400
+# bytes), and every other setting a page carries fit with room to spare; nginx's default line
+# buffer is 8 KB. A head is the request line and every header together.
+MAX_URL_BYTES = 16 * 1024
+MAX_HEAD_BYTES = 64 * 1024
+URL_TOO_LONG = (414, "url", f"the address is longer than {MAX_URL_BYTES} bytes; send long input "
+                            "in a POST body")
+HEAD_TOO_LARGE = (431, "headers", f"the request line and headers are longer than "
+                                  f"{MAX_HEAD_BYTES} bytes")
+DRAIN_BYTES = 16 * 1024 * 1024  # what a refused client may still send before it is cut off
+
 
 class HeaderTimeoutProtocol(HttpToolsProtocol):
     """uvicorn's HTTP protocol, closing a connection whose request line and headers have not
@@ -37,7 +48,49 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
+        self._refused = False  # an error was answered: the rest is read and dropped, then closed
+        self._too_large: tuple[int, str, str] | None = None
+        self._new_head()
         self._start_header_timer()
+
+    # A request's line and headers are bounded (uvicorn reads them whole into memory, however
+    # long): a request line over MAX_URL_BYTES gets 414, a head over MAX_HEAD_BYTES 431. The
+    # bytes are counted as they arrive, before the parser sees them.
+
+    def _new_head(self) -> None:
+        self._head_bytes, self._line_bytes, self._line_done, self._tail = 0, 0, False, b""
+        self._head_done = False
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            self._head_bytes += len(data)
+            if self._head_bytes > DRAIN_BYTES:
+                self.transport.close()
+            return
+        if not self._head_done:
+            seen = self._tail + data
+            end = seen.find(b"\r\n\r\n")
+            head = data if end < 0 else data[:max(0, end + 4 - len(self._tail))]
+            self._tail = seen[-3:]
+            if not self._line_done:
+                newline = head.find(b"\n")
+                self._line_bytes += len(head) if newline < 0 else newline
+                self._line_done = newline >= 0
+            self._head_bytes += len(head)
+            if self._line_bytes > MAX_URL_BYTES or self._head_bytes > MAX_HEAD_BYTES:
+                self._too_large = URL_TOO_LONG if self._line_bytes > MAX_URL_BYTES \
+                    else HEAD_TOO_LARGE
+                return self.send_400_response("")
+        super().data_received(data)
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._new_head()  # a keep-alive connection's next request
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._header_timer is None:
+            self._start_header_timer()
 
     def _start_header_timer(self) -> None:
         if self._header_timer is not None:
@@ -49,12 +102,8 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             self.transport.close()
 
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        if self._header_timer is None:
-            self._start_header_timer()
-
     def on_headers_complete(self) -> None:
+        self._head_done = True
         if self._header_timer is not None:
             self._header_timer.cancel()
             self._header_timer = None
@@ -70,16 +119,28 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     # carry the security headers and a JSON body like every other error.
 
     def send_400_response(self, msg: str) -> None:
-        """A request that is not HTTP (uvicorn's parser gave up): 400, then close."""
-        body = json.dumps({"message": "the request is not valid HTTP", "errors": []}).encode()
-        head = [STATUS_LINE[400]]
+        """A request that is not HTTP (uvicorn's parser gave up): 400, then close; a URL or head
+        over its limit: 414 or 431."""
+        status, field, message = self._too_large or (400, None, "the request is not valid HTTP")
+        body = json.dumps({"message": f"{field}: {message}" if field else message,
+                           "errors": [{"field": field, "message": message}] if field else []})
+        body = body.encode()
+        head = [STATUS_LINE[status]]
         headers = [*self.server_state.default_headers, *HEADERS,
                    (b"content-type", b"application/json"),
                    (b"content-length", str(len(body)).encode()), (b"connection", b"close")]
         for name, value in headers:
             head += [name, b": ", value, b"\r\n"]
         self.transport.write(b"".join([*head, b"\r\n", body]))
-        self.transport.close()
+        # Half-close: the client reads the answer and the end of it, while what it still sends is
+        # read and dropped (closing with unread data would reset the connection, and the client
+        # might never read the answer) until it closes, DRAIN_BYTES or header_timeout_s.
+        self._refused, self._head_bytes = True, 0
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        else:
+            self.transport.close()
+        self._start_header_timer()
 
     def _start_asgi_task(self, cycle, app) -> None:
         super()._start_asgi_task(cycle, too_many_connections if app is service_unavailable else app)

@@ -35,14 +35,16 @@ import re
 import sys
 import time
 from datetime import UTC, datetime
+from http import HTTPStatus
 
 from fastapi import FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.gzip import GZipMiddleware
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.i18n import COOKIE, choose_language
+from app.layout import render_page
 from app.security import HEADERS
 from app.settings import Settings
 from app.tickets import CURRENT_TICKET, REQUEST_OVER, Busy, Cancelled, Ticket
@@ -75,9 +77,10 @@ def install(app: FastAPI, settings: Settings) -> None:
 
 
 async def answer(send, status: int, message: str, retry_after: int | None = None,
-                 close: bool = False) -> None:
-    """A complete ``{"message": ...}`` JSON response, sent from inside a middleware."""
-    body = json.dumps({"message": message}).encode()
+                 close: bool = False, field: str | None = None) -> None:
+    """A complete error response in the one shape (``error_body``), sent from inside a
+    middleware."""
+    body = json.dumps(error_body(message, field)).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if retry_after is not None:
         headers.append((b"retry-after", str(retry_after).encode()))
@@ -85,6 +88,14 @@ async def answer(send, status: int, message: str, retry_after: int | None = None
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def error_body(message: str, field: str | None = None) -> dict:
+    """The one error shape: ``{"message": "field: what to fix", "errors": [{"field", "message"}]}``
+    (the field named once, as the message's prefix; no field: an empty list)."""
+    if field is None:
+        return {"message": message, "errors": []}
+    return {"message": f"{field}: {message}", "errors": [{"field": field, "message": message}]}
 
 
 # -- access log -----------------------------------------------------------------------------------
@@ -224,8 +235,9 @@ class BodySizeLimit:
             try:
                 message = await asyncio.wait_for(receive(), max(0.0, deadline - time.monotonic()))
             except TimeoutError:
-                return await answer(send, 408, f"body: the request body did not arrive within "
-                                               f"{self.read_timeout_s:g} s", close=True)
+                return await answer(send, 408, f"the request body did not arrive within "
+                                               f"{self.read_timeout_s:g} s", close=True,
+                                    field="body")
             if message["type"] == "http.disconnect":
                 return
             chunk = message.get("body", b"")
@@ -253,8 +265,8 @@ class BodySizeLimit:
         ``read_timeout_s``) before the connection closes: a client still sending its body reads
         the answer, instead of a connection reset (the kernel resets a connection closed with
         unread data) or a send that blocks forever."""
-        message = f"body: request bodies are limited to {self.max_bytes} bytes"
-        body = json.dumps({"message": message, "errors": [{"field": "body", "message": message}]})
+        body = json.dumps(error_body(f"request bodies are limited to {self.max_bytes} bytes",
+                                     "body"))
         await send({"type": "http.response.start", "status": 413, "headers": [
             (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
             (b"connection", b"close")]})
@@ -321,7 +333,25 @@ class ServerErrors:
             log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
             if started:  # half an answer is out: all we can do is drop the connection
                 raise
+            if is_page(scope.get("path", "")):  # no template: it may be what failed
+                body = SERVER_ERROR_PAGE.encode()
+                await send({"type": "http.response.start", "status": 500, "headers": [
+                    (b"content-type", b"text/html; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
             await answer(send, 500, "internal server error")
+
+
+SERVER_ERROR_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>500 · Inside the Transformer</title>
+<link rel="stylesheet" href="/static/css/app.css"></head>
+<body><main><h1>Something went wrong · <span lang="zh-CN">出错了</span></h1>
+<p>The server could not show this page; the error is in its log. Try again, or
+<a href="/">go back to the x-ray</a>.</p>
+<p lang="zh-CN">服务器无法显示此页面，错误已记入日志。请重试，或<a href="/">回到透视页</a>。</p>
+</main></body></html>
+"""
 
 
 class RequestTimeout:
@@ -412,13 +442,35 @@ def _consume(task: asyncio.Task) -> None:
 
 # -- error answers --------------------------------------------------------------------------------
 
+# Addresses a program reads (JSON, files); every other address is a page a reader opens, and its
+# errors are a small HTML page in the reader's language (templates/error.html).
+NOT_PAGES = ("/api/", "/static/", "/vendor/", "/healthz", "/openapi.json")
+
+
+def is_page(path: str) -> bool:
+    return not path.startswith(NOT_PAGES)
+
+
+def error_response(request: Request, status: int, message: str, errors: list[dict] | None = None,
+                   headers: dict | None = None) -> Response:
+    """An error in the one shape: JSON ``{"message", "errors"}``, or for a page the error page."""
+    if is_page(request.url.path):
+        lang = choose_language(request.cookies.get(COOKIE), request.headers.get("accept-language"))
+        page = render_page(request, "error", lang, status=status, detail=message,
+                           back=request.url.path)
+        page.status_code = status
+        page.headers.update(headers or {})
+        return page
+    return JSONResponse({"message": message, "errors": errors or []}, status_code=status,
+                        headers=headers)
+
 
 def _field(loc: tuple) -> str:
     parts = [str(part) for part in loc if part != "body"]
     return ".".join(parts) or "body"
 
 
-async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+async def _validation_error(request: Request, exc: RequestValidationError) -> Response:
     """422 whose message names each field and its limit, e.g. 'temperature: ... ≤ 5'."""
     errors = []
     for error in exc.errors():
@@ -428,15 +480,12 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
             field, message = "body", f"the request body is not valid JSON ({message})"
         errors.append({"field": field, "message": message})
     text = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-    return JSONResponse({"message": text, "errors": errors}, status_code=422)
+    return error_response(request, 422, text, errors)
 
 
-async def _input_error(request: Request, exc: InputError) -> JSONResponse:
-    message = f"{exc.field}: {exc}"
-    return JSONResponse(
-        {"message": message, "errors": [{"field": exc.field, "message": str(exc)}]},
-        status_code=422,
-    )
+async def _input_error(request: Request, exc: InputError) -> Response:
+    body = error_body(str(exc), exc.field)
+    return error_response(request, 422, body["message"], body["errors"])
 
 
 async def _busy(request: Request, exc: Busy) -> JSONResponse:
@@ -451,10 +500,37 @@ async def _cancelled(request: Request, exc: Cancelled) -> JSONResponse:
                         headers={"Retry-After": "1"})
 
 
-async def _http_error(request: Request, exc: StarletteHTTPException):
-    """A body that is not even text (400 from FastAPI) is answered like malformed JSON: 422."""
+def unreadable_body(cause: BaseException | None) -> str:
+    """Why FastAPI could not read a body as JSON (it answers 400 with one sentence for all)."""
+    if isinstance(cause, UnicodeDecodeError):
+        return (f"the request body is not UTF-8 text (byte 0x{cause.object[cause.start]:02x} at "
+                f"offset {cause.start}); send JSON encoded as UTF-8")
+    if isinstance(cause, RecursionError):
+        return ("the request body is JSON nested too deeply to read; no field nests more than two "
+                "levels")
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        return (f"the request body has a number of more than {sys.get_int_max_str_digits()} digits"
+                "; no field takes one (the largest, seed, is at most 10 digits)")
+    return "the request body could not be read as JSON"
+
+
+HTTP_MESSAGES = {
+    404: "not found: no page or endpoint has this address (the API is listed at /docs)",
+}
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+    """Every HTTP error in the one shape. A body FastAPI could not parse (its 400) is answered
+    like malformed JSON, 422, saying why."""
     if exc.status_code == 400:
-        message = "body: the request body must be UTF-8 JSON"
-        return JSONResponse({"message": message, "errors": [{"field": "body", "message": message}]},
-                            status_code=422)
-    return await http_exception_handler(request, exc)
+        body = error_body(unreadable_body(exc.__cause__), "body")
+        return error_response(request, 422, body["message"], body["errors"])
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        allowed = next((value for name, value in headers.items() if name.lower() == "allow"), "")
+        message = f"method not allowed: this address answers {allowed}"
+    elif exc.detail and exc.detail != HTTPStatus(exc.status_code).phrase:  # a route's own words
+        message = str(exc.detail)
+    else:
+        message = HTTP_MESSAGES.get(exc.status_code, HTTPStatus(exc.status_code).phrase.lower())
+    return error_response(request, exc.status_code, message, headers=headers)

@@ -51,7 +51,7 @@ def test_unexpected_errors_are_a_bare_500(tiny_checkpoint, tiny_translator, monk
         response = client.post("/api/trace", json=SHORT)
     assert response.status_code == 500
     assert "secret" not in response.text and "Traceback" not in response.text
-    assert response.json() == {"message": "internal server error"}
+    assert response.json() == {"message": "internal server error", "errors": []}
 
 
 def test_malformed_json_is_a_422_about_the_body(app_client):

@@ -136,7 +136,7 @@ def test_server_error_is_plain_and_secured(failing_client, caplog):
     with caplog.at_level(logging.ERROR, logger="app"):
         response = failing_client.get("/api/boom")
     assert response.status_code == 500
-    assert response.json() == {"message": "internal server error"}
+    assert response.json() == {"message": "internal server error", "errors": []}
     assert "secret" not in response.text and "Traceback" not in response.text
     assert_secure(response)
     assert "secret detail" in caplog.text  # the operator still gets the traceback in the log
