@@ -96,6 +96,15 @@ def hf_export(tmp_path_factory, shipped_translator) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_recipe_run(tmp_path_factory):
+    """One run of tests/training_run.py's tiny recipe (2 + 1 epochs on counting data) for the whole
+    test run: the tests that only read a finished run share it instead of training their own."""
+    from tests.training_run import make_tiny_run
+
+    return make_tiny_run(tmp_path_factory.mktemp("tiny-recipe"))
+
+
+@pytest.fixture(scope="session")
 def browser():
     """Debian's headless Chromium, one for the whole run (browser tests in tests/e2e and tests/prod)."""
     if not Path(CHROMIUM).exists():

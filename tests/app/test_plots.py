@@ -50,10 +50,11 @@ FIGURE_ROUTES = [
     ("post", "/api/figures/attention", {"text": CAT}),
     ("post", "/api/figures/attention-detail",
      {"text": CAT, "kind": "decoder_self", "layer": 0, "head": 0, "query": 1}),
-    ("post", "/api/figures/decode", {"text": CAT, "layer": 1}),
-    ("post", "/api/figures/decode",
-     {"text": CAT, "strategy": "sample", "seed": 1, "top_k": 5}),  # draws the "sampled from" bars
-    ("post", "/api/figures/decode", {"text": CAT, "strategy": "beam", "beam_size": 3}),
+    # max_len: the random tiny model never ends a sentence; 8 steps draw every figure 128 would
+    ("post", "/api/figures/decode", {"text": CAT, "layer": 1, "max_len": 8}),
+    ("post", "/api/figures/decode",  # draws the "sampled from" bars
+     {"text": CAT, "strategy": "sample", "seed": 1, "top_k": 5, "max_len": 8}),
+    ("post", "/api/figures/decode", {"text": CAT, "strategy": "beam", "beam_size": 3, "max_len": 8}),
     ("get", "/api/coreference",
      {"text": "The boy kicked the ball and he laughed.", "pronoun": "he", "referent": "boy",
       "distractor": "ball"}),

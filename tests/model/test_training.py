@@ -3,89 +3,29 @@ gives the same losses twice, and goes on where it stopped."""
 
 import hashlib
 import json
-import random
+import shutil
+from pathlib import Path
 
 import pytest
 
 from model.decoding import DecodingOptions
-from model.training.train import main as train_main
 from model.translator import Translator
-
-WORDS = {"one": "一", "two": "二", "three": "三", "four": "四", "five": "五", "six": "六"}
-
-TINY = """
-name = "tiny"
-description = {{ en = "counting words", zh = "数词" }}
-[data]
-sources = ["tatoeba", "hsk"]
-test_size = 40
-dev_size = 40
-[tokenizer]
-english_vocab = 60
-[model]
-d_model = 32
-n_heads = 2
-n_layers = 1
-d_ff = 64
-dropout = 0.0
-[train]
-threads = 1
-batch_tokens = 150
-save_every = 4
-[transforms]
-concat = {{ count = 20 }}
-[[stages]]
-label = {{ en = "from random weights", zh = "从随机权重开始" }}
-epochs = {epochs}
-warmup = {warmup}
-lr_factor = 0.5
-average = 2
-snapshots = [0, 5]
-[[stages]]
-label = {{ en = "lower rate", zh = "较低学习率" }}
-epochs = 1
-warmup = 10
-lr_factor = 0.2
-"""
-
-
-def _write_synthetic_data(folder):
-    rng = random.Random(0)
-    folder.mkdir()
-    lines = []
-    seen = set()
-    while len(lines) < 700:
-        words = [rng.choice(list(WORDS)) for _ in range(rng.randint(2, 4))]
-        english = " ".join(words)
-        if english in seen:
-            continue
-        seen.add(english)
-        lines.append(f"{english}\t{''.join(WORDS[w] for w in words)}\tsynthetic")
-    (folder / "tatoeba-cmn-eng.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    header = "id\thsk_level\ttopic\tenglish\tchinese_simplified\tchinese_traditional\tpinyin\n"
-    hsk = "".join(
-        f"h{i}\t1\tt\t{w} {w}\t{z}{z}\t{z}{z}\tx\n" for i, (w, z) in enumerate(WORDS.items())
-    )
-    (folder / "hsk-sentences-en-zh.tsv").write_text(header + hsk, encoding="utf-8")
+from tests.training_run import TINY, WORDS, run_recipe, write_recipe, write_synthetic_data
 
 
 @pytest.fixture()
 def tiny(tmp_path):
     """(data folder, a function writing the tiny recipe with some epochs and warmup)."""
-    _write_synthetic_data(tmp_path / "data")
+    write_synthetic_data(tmp_path / "data")
 
     def recipe(epochs: int = 2, warmup: int = 50, name: str = "tiny.toml"):
-        path = tmp_path / name
-        path.write_text(TINY.format(epochs=epochs, warmup=warmup), encoding="utf-8")
-        return path
+        return write_recipe(tmp_path / name, epochs, warmup)
 
     return tmp_path / "data", recipe
 
 
-def _run(recipe, data, folder, *more):
-    train_main([str(recipe), "--data", str(data), "--out", str(folder / "out"),
-                "--work", str(folder / "work"), "--no-progress", *more])
-    return folder / "out"
+_run = run_recipe  # the name tests/model/test_recipe_precision.py imports
+_write_synthetic_data = write_synthetic_data
 
 
 def test_a_tiny_recipe_learns_a_synthetic_task_from_random_weights(tiny, tmp_path):
@@ -100,11 +40,10 @@ def test_a_tiny_recipe_learns_a_synthetic_task_from_random_weights(tiny, tmp_pat
     assert Translator.load(out).translate("two five one", DecodingOptions()).translation == "二五一"
 
 
-def test_the_checkpoint_records_the_recipe_the_data_hashes_the_code_and_every_stage(tiny, tmp_path):
-    data, recipe = tiny
-    path = recipe()
-    out = _run(path, data, tmp_path / "run")
-    history = json.loads((out / "history.json").read_text())
+def test_the_checkpoint_records_the_recipe_the_data_hashes_the_code_and_every_stage(tiny_recipe_run):
+    run = tiny_recipe_run
+    path, data = run.recipe, run.data
+    history = json.loads((run.out / "history.json").read_text())
     kept = history["recipe"]
     assert kept["name"] == "tiny" and kept["text"] == path.read_text()
     assert kept["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
@@ -116,17 +55,17 @@ def test_the_checkpoint_records_the_recipe_the_data_hashes_the_code_and_every_st
     assert [len(s["epochs"]) for s in stages] == [2, 1] and all(s["steps"] for s in stages)
     assert stages[0]["added"] == {"concat": 20} and stages[0]["settings"]["transforms"]
     assert [s["step"] for s in stages[0]["snapshots"]] == [0, 5]
-    assert (tmp_path / "run" / "work" / "stage1" / "snapshots" / "step000005.safetensors").is_file()
+    assert (run.folder / "work" / "stage1" / "snapshots" / "step000005.safetensors").is_file()
 
 
-def test_the_evaluator_rebuilds_what_a_recipe_trained_on_from_the_checkpoint(tiny, tmp_path):
+def test_the_evaluator_rebuilds_what_a_recipe_trained_on_from_the_checkpoint(tiny_recipe_run, tmp_path):
     """``evaluate`` reads the recipe history.json keeps: its held-out sentences are not among
     the ones it counts as trained on, and every stage's pairs (joined ones too) are."""
     from model.training.data import _english_key
     from model.training.evaluate import rebuild_splits
 
-    data, recipe = tiny
-    history = json.loads((_run(recipe(), data, tmp_path / "run") / "history.json").read_text())
+    history = json.loads((tiny_recipe_run.out / "history.json").read_text())
+    data = Path(shutil.copytree(tiny_recipe_run.data, tmp_path / "data"))  # the shared run's stays as it was
     # the wider domains are scored, though this recipe did not train on them
     for name in ("3am-captions-en-zh.tsv", "tico19-en-zh.tsv", "ntrex128-en-zh.tsv"):
         lines = "".join(f"{w} {name[:4]}\t{z}\n" for w, z in WORDS.items())
@@ -136,17 +75,17 @@ def test_the_evaluator_rebuilds_what_a_recipe_trained_on_from_the_checkpoint(tin
     assert sum(len(key.split()) > 8 for key in seen) >= 10  # the joined pairs of both stages
 
 
-def test_two_runs_of_a_recipe_give_the_same_losses(tiny, tmp_path):
-    data, recipe = tiny
-    path = recipe()
-    a = json.loads((_run(path, data, tmp_path / "a") / "history.json").read_text())
-    b = json.loads((_run(path, data, tmp_path / "b") / "history.json").read_text())
+def test_two_runs_of_a_recipe_give_the_same_losses(tiny_recipe_run, tmp_path):
+    run = tiny_recipe_run
+    a = json.loads((run.out / "history.json").read_text())
+    b = json.loads((_run(run.recipe, run.data, tmp_path / "b") / "history.json").read_text())
     for one, other in zip([*a["earlier_stages"], a], [*b["earlier_stages"], b], strict=True):
         assert [s["loss"] for s in one["steps"]] == [s["loss"] for s in other["steps"]]
         assert [e["train_loss"] for e in one["epochs"]] == [e["train_loss"] for e in other["epochs"]]
 
 
-def test_a_stopped_run_goes_on_with_the_same_command_and_ends_as_an_unbroken_one(tiny, tmp_path):
+def test_a_stopped_run_goes_on_with_the_same_command_and_ends_as_an_unbroken_one(tiny_recipe_run,
+                                                                                 tmp_path):
     """``--max-steps`` stops mid-epoch, then mid-way through the second stage (as a kill would,
     after the last saved state); the same command without it ends with the weights, losses and
     planned schedule of a run never stopped."""
@@ -154,9 +93,7 @@ def test_a_stopped_run_goes_on_with_the_same_command_and_ends_as_an_unbroken_one
 
     from model.training.schedule import learning_rate, run_total_steps
 
-    data, recipe = tiny
-    path = recipe()
-    whole = _run(path, data, tmp_path / "whole")
+    data, path, whole = tiny_recipe_run.data, tiny_recipe_run.recipe, tiny_recipe_run.out
     broken = tmp_path / "broken"
     _run(path, data, broken, "--max-steps", "11")
     assert not (broken / "out").exists() and (broken / "work" / "stage1" / "state.pt").is_file()
