@@ -1,16 +1,28 @@
-"""The pages in headless Chromium against a real server on the tiny checkpoint."""
+"""A learner's flows through /pipeline, /attention and /decode in headless Chromium, against a real
+server on the shipped checkpoint: typing a sentence, its real translation, a head opened, decoding
+stepped through and forced, the strategies, the language switch."""
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.e2e.conftest import shot, wait_idle
+from tests.conftest import SHIPPED_CHECKPOINT
+from tests.e2e.conftest import SHIPPED_TRANSLATIONS, shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 SENTENCE = "The dog runs in the park."
+TRANSLATION = SHIPPED_TRANSLATIONS[SENTENCE]  # 狗在公园里跑步。
+CONFIG = json.loads((SHIPPED_CHECKPOINT / "config.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture()
+def server(shipped_server):
+    """The shipped checkpoint: the flows end in real Chinese."""
+    return shipped_server
 
 
 def test_type_a_sentence_and_see_the_translation(page, server):
@@ -21,8 +33,8 @@ def test_type_a_sentence_and_see_the_translation(page, server):
     page.wait_for_url(re.compile(r"text=The\+dog"))
     wait_idle(page)
     tokens = page.locator("#source-tokens li").all_text_contents()
-    assert "dog" in tokens and tokens[-1] == "<eos>"
-    assert page.locator("#translation").text_content().strip()
+    assert tokens == ["the", "dog", "runs", "in", "the", "park", ".", "<eos>"]
+    assert page.locator("#translation").text_content().strip() == TRANSLATION
     assert page.locator("#probabilities .main-svg").count() > 0
     # every block of the architecture links to its view, carrying the sentence along
     href = page.locator("a.block.decoder").get_attribute("href")
@@ -44,7 +56,9 @@ def test_example_links(page, server):
 def test_open_a_head_and_follow_a_query(page, server):
     page.goto(f"{server}/attention?text={SENTENCE}&max_len=6")
     wait_idle(page)
-    assert page.locator("button.head-cell").count() == 3 * 2 * 4  # kinds × layers × heads
+    # encoder self-attention, decoder self-attention and cross-attention: every layer's heads
+    layers = CONFIG["n_encoder_layers"] + 2 * CONFIG["n_decoder_layers"]
+    assert page.locator("button.head-cell").count() == layers * CONFIG["n_heads"]
     assert page.locator(".head-cell.placeholder").count() == 0
     cell = page.locator('.head-cell[data-kind="cross"][data-layer="1"][data-head="2"]')
     cell.focus()
@@ -97,6 +111,7 @@ def test_step_through_decoding_with_the_keyboard_and_force_a_candidate(page, ser
     wait_idle(page)
     forced = parse_qs(urlsplit(page.url).query)["forced"]
     assert len(forced) == 2 and forced[-1] == token  # the token before this step, then ours
+    assert forced[0] == TRANSLATION[0]
     assert page.locator("#step-title").text_content().startswith("Step 2 of")
     chosen = page.locator("#chosen").text_content()
     assert token in chosen and "(forced)" in chosen
@@ -108,6 +123,7 @@ def test_step_through_decoding_with_the_keyboard_and_force_a_candidate(page, ser
     original = page.locator("#compare-original li").all_text_contents()
     now = page.locator("#compare-forced li").all_text_contents()
     assert now[1] == token and original[0] == now[0]
+    assert "".join(original) == TRANSLATION[:6]  # max_len 6: the real translation's first six
     if original[1] != token:
         assert page.locator("#compare-forced li.diff").first.text_content() == token
         assert "step 2" in page.locator("#compare-part").text_content()
@@ -236,6 +252,6 @@ def test_decoder_rows_say_what_each_position_produces(page, server):
     expected = [f"{read} → {step['token']}" for read, step in zip(trace["decoder_input"], trace["steps"],
                                                                  strict=True)]
     options = [text.split(": ", 1)[1] for text in page.locator("#query-select option").all_text_contents()]
-    assert options == expected and options[0].startswith("<bos> → ")
+    assert options == expected and options[0] == f"<bos> → {TRANSLATION[0]}"
     ticks = page.locator("#enlarged .yaxislayer-above text").all_text_contents()
     assert ticks and all(" → " in tick for tick in ticks)
