@@ -15,10 +15,11 @@ from tests.e2e.conftest import ARTIFACTS, running_server, shot
 @pytest.fixture(scope="module")
 def evaluated_server(tiny_checkpoint, tmp_path_factory):
     """A server on a copy of the tiny checkpoint whose eval.json has made-up figures and a
-    ``previous`` part, and whose history.json says it was warm-started."""
+    ``previous`` part (with the learner's splits: learner_evaluation), and whose history.json says
+    it was warm-started: one server for this file."""
     folder = tmp_path_factory.mktemp("evaluated") / "checkpoint"
     shutil.copytree(tiny_checkpoint, folder)
-    (folder / "eval.json").write_text(json.dumps(made_up_evaluation(True), ensure_ascii=False),
+    (folder / "eval.json").write_text(json.dumps(learner_evaluation(), ensure_ascii=False),
                                       encoding="utf-8")
     history = json.loads((folder / "history.json").read_text(encoding="utf-8"))
     history["init"] = {"from": "earlier", "epochs": 24, "total_minutes": 72.5, "train_pairs": 31508}
@@ -111,14 +112,10 @@ def learner_evaluation() -> dict:
     return evaluation
 
 
-@pytest.fixture(scope="module")
-def learner_server(tiny_checkpoint, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("learner-eval") / "checkpoint"
-    shutil.copytree(tiny_checkpoint, folder)
-    (folder / "eval.json").write_text(json.dumps(learner_evaluation(), ensure_ascii=False),
-                                      encoding="utf-8")
-    with running_server(folder, "e2e-training-learner-server.log") as url:
-        yield url
+@pytest.fixture()
+def learner_server(evaluated_server):
+    """The same server: its eval.json is learner_evaluation()."""
+    return evaluated_server
 
 
 @pytest.mark.parametrize(("lang", "card_title", "section_title", "category"), [
