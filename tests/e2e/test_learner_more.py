@@ -1,15 +1,22 @@
 """Issue 11, the rest of it: the beam search as a lineage tree, the FFN box and the encoder's
 sublayers, the KV cache's timings and real K/V rows, fewer Tab presses on /decode, and the ideas
-from the articles (RNN vs attention, residual connections) drawn from the live model."""
+from the articles (RNN vs attention, residual connections) drawn from the live model: the shipped
+checkpoint's."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import shot, wait_idle
+from tests.e2e.conftest import SHIPPED_TRANSLATIONS, shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 CAT = "text=The+cat+sits+on+the+mat."
+CAT_ZH = SHIPPED_TRANSLATIONS["The cat sits on the mat."]
+
+
+@pytest.fixture()
+def server(shipped_server):
+    return shipped_server
 
 
 def test_beam_tree_is_a_lineage_tree_with_scores_and_ranked_endings(page, server):
@@ -30,6 +37,7 @@ def test_beam_tree_is_a_lineage_tree_with_scores_and_ranked_endings(page, server
     rows = page.locator("#beam-ended tbody tr")
     assert rows.count() >= 1
     assert "winner" in (rows.first.get_attribute("class") or "")
+    assert CAT_ZH in rows.first.text_content()  # the real translation wins
     scores = [float(rows.nth(i).locator("td").nth(4).text_content()) for i in range(rows.count())]
     assert scores == sorted(scores, reverse=True)
     assert page.locator("#beam-stop").text_content().strip()
