@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from model.translator import Translator
 
 # The sentence box's limit (its maxlength and hint say the same number; nothing cuts a text to
-# fit, a longer one is refused). 600 characters of ordinary prose are about as many pieces as the
-# model reads (118–129 measured on three repeated sentences), so either limit can be the one a
-# long sentence meets: a digit or a punctuation mark is a piece of its own. The piece limit is
+# fit, a longer one is refused). Either limit can be the one a long sentence meets: 600
+# characters of long words are under 128 pieces (124 measured), of short words and punctuation
+# over it (149–228), since a digit or a punctuation mark is a piece of its own. The piece limit is
 # checked after tokenizing (TOKENS_RULE), on the page before anything is sent (app/layout.py).
 MAX_TEXT_CHARS = 600
 MAX_FORCED = 128
@@ -221,8 +221,9 @@ class ErrorResponse(BaseModel):
 # The rules a JSON schema cannot state (they depend on the tokenizer, on another field or on the
 # translation itself); each operation lists its own in its 422 description.
 TOKENS_RULE = ("text must be at most 128 tokens once split into the model's English sub-words "
-               f"(about {MAX_TEXT_CHARS} characters of ordinary words; every digit and punctuation "
-               "mark is a token of its own); the message says how many tokens to cut")
+               f"(every digit and punctuation mark is a token of its own, so {MAX_TEXT_CHARS} "
+               "characters of short words can be more than 128 tokens); the message says how many "
+               "tokens to cut")
 FORCED_RULE = "forced_prefix must have no more tokens than max_len"
 
 
