@@ -33,9 +33,12 @@
         button.dataset.kind = kind;
         button.dataset.layer = cell.layer;
         button.dataset.head = cell.head;
-        button.setAttribute("aria-label", cellLabel(kind, cell.layer, cell.head));
-        button.appendChild(ITT.element("span", `L${cell.layer + 1} · H${cell.head + 1}`, "cell-label"));
+        // named by what it shows ("L1 · H1") and then what it does, with no aria-label that could
+        // leave the visible words out (WCAG 2.5.3); the thumbnail is a picture, not part of the name
+        button.append(ITT.element("span", `L${cell.layer + 1} · H${cell.head + 1}`, "cell-label"),
+          ITT.element("span", ` ${cellLabel(kind, cell.layer, cell.head)}`, "visually-hidden"));
         const thumb = ITT.element("div", null, "thumb");
+        thumb.setAttribute("aria-hidden", "true");
         button.appendChild(thumb);
         button.addEventListener("click", () => select({ kind, layer: cell.layer, head: cell.head, query: 0 }, true)
           .catch((error) => ITT.showError(error.message)));

@@ -147,9 +147,10 @@
       button.type = "button";
       button.className = token === current.token ? "candidate chosen" : "candidate";
       button.dataset.token = token;
-      button.setAttribute("aria-label", ITT.t("decode.force", { token }));
-      button.appendChild(ITT.element("span", token, "token"));
-      button.appendChild(ITT.element("span", fixed(current.figures.softmax.data[0].x[index], 4), "prob"));
+      const p = fixed(current.figures.softmax.data[0].x[index], 4);
+      // the name starts with what the button shows ("猫 0.9432"), so saying it reaches it
+      button.setAttribute("aria-label", ITT.t("decode.force", { token, p }));
+      button.append(ITT.element("span", token, "token"), " ", ITT.element("span", p, "prob"));
       if (UNFORCEABLE.includes(token)) button.disabled = true;
       button.addEventListener("click", () => force(token));
       item.appendChild(button);
