@@ -1,9 +1,10 @@
 """Tokens, embeddings, coreference, training, KV cache, scale, tour and the API page in headless Chromium
-against a real server on the tiny checkpoint: figures render, state lives in the URL, no console
-errors, no request leaves localhost."""
+against a real server on the shipped checkpoint: figures render with the real model's sizes and
+translations, state lives in the URL, no console errors, no request leaves localhost."""
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import parse_qs, quote, urlsplit
 
@@ -11,10 +12,18 @@ import pytest
 
 from app.i18n import strings
 from app.pages.kv_cache import MAX_KV_STEPS
-from tests.e2e.conftest import Watch, shot, wait_idle
+from tests.conftest import SHIPPED_CHECKPOINT
+from tests.e2e.conftest import SHIPPED_TRANSLATIONS, Watch, shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 CAT = "The cat sits on the mat."
+DOG = "The dog runs in the park."
+CONFIG = json.loads((SHIPPED_CHECKPOINT / "config.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture()
+def server(shipped_server):
+    return shipped_server
 
 
 def drawn(page, selector: str) -> bool:
@@ -22,10 +31,11 @@ def drawn(page, selector: str) -> bool:
 
 
 def test_tokens_batch_and_masks(page, server):
-    page.goto(f"{server}/tokens?text={quote('The dog runs in the park.')}")
+    page.goto(f"{server}/tokens?text={quote(DOG)}")
     wait_idle(page)
     english = page.locator("#english-table").text_content()
     assert "dog" in english and "<eos>" in english
+    assert page.locator("#translation").text_content().strip() == SHIPPED_TRANSLATIONS[DOG]
     for plot in ("#batch-source", "#batch-decoder", "#batch-labels", "#mask-padding",
                  "#mask-causal", "#mask-cross"):
         assert drawn(page, plot), plot
@@ -43,7 +53,7 @@ def test_embeddings_figures(page, server):
     for plot in ("#emb-token", "#emb-position", "#emb-sum", "#emb-norms", "#pe-table",
                  "#pe-cosine", "#pe-offset", "#projection"):
         assert drawn(page, plot), plot
-    assert "× √32" in page.locator("#sample-table").text_content()
+    assert f"× √{CONFIG['d_model']}" in page.locator("#sample-table").text_content()
     assert page.locator("#projection .textpoint").count() >= 3 * len(CAT.split())
     shot(page, "embeddings")
 
@@ -52,7 +62,7 @@ def test_coreference_ranking(page, server):
     page.goto(f"{server}/coreference")
     wait_idle(page)
     assert drawn(page, "#coref-grid") and drawn(page, "#coref-best")
-    assert page.locator("#coref-ranking tbody tr").count() == 2 * 4  # layers × heads
+    assert page.locator("#coref-ranking tbody tr").count() == CONFIG["n_encoder_layers"] * CONFIG["n_heads"]
     assert "0." in page.locator("#uniform").text_content()
     page.locator("a.example", has_text="The boy kicked").click()
     page.wait_for_url(re.compile("pronoun=he"))
