@@ -75,6 +75,22 @@ def test_the_output_layer_scores_what_the_model_writes(clients, lang):
         assert say in text and not_say not in text, model
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_decoder_writes_what_the_model_writes(clients, lang):
+    """One character per step for our model; one piece (of one or more characters) for Marian."""
+    says = {"en": {"ours": ["writes one character per step", "the Chinese one character at a time",
+                            "writes a character,"],
+                   "marian": ["writes one piece (one or more characters) per step",
+                              "the Chinese one piece (one or more characters) at a time",
+                              "writes a piece (one or more characters),"]},
+            "zh": {"ours": ["每一步只写一个字。", "一次写出一个字", "每写一个字，"],
+                   "marian": ["每一步只写一个片段（一个或几个字）", "一次写出一个片段（一个或几个字）",
+                              "每写一个片段（一个或几个字）"]}}[lang]
+    for model, phrases in says.items():
+        text = " ".join(visible(clients[model], path, lang) for path in ("/decode", "/pipeline", "/kv-cache"))
+        assert [p for p in phrases if p not in text] == [], model
+
+
 def test_the_facts_come_from_the_config_and_the_tokenizers(clients):
     from app.model_facts import model_facts
 
