@@ -21,6 +21,7 @@ import uvicorn
 from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from app import memory
 from app.security import HEADERS
 from app.settings import Settings
 
@@ -143,7 +144,55 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
         self._start_header_timer()
 
     def _start_asgi_task(self, cycle, app) -> None:
+        if getattr(self, "_draining", False):  # a request on an idle connection after SIGTERM
+            cycle.keep_alive = False
+            app = stopping
         super()._start_asgi_task(cycle, too_many_connections if app is service_unavailable else app)
+
+    # Graceful shutdown (SIGTERM). uvicorn closes every idle keep-alive connection at once, so a
+    # client (or nginx) that sends its next request on one at that moment gets a reset instead of
+    # an answer. Here an idle connection stays open while other requests are still being
+    # answered: a request arriving on it is refused at once (503, Retry-After, Connection: close,
+    # never read), and it is closed when nothing is being answered any more. A connection whose
+    # request is being answered gets `Connection: close` on its answer, as in uvicorn.
+
+    def shutdown(self) -> None:
+        if self.cycle is None or self.cycle.response_complete:
+            self._draining = True
+            self._drain_until = time.monotonic() + DRAIN_LIMIT_S
+            self._close_when_idle()
+        else:
+            self.cycle.keep_alive = False
+
+    def _close_when_idle(self) -> None:
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            return  # it is answering a refusal; the answer closes it
+        answering = any(c.cycle is not None and not c.cycle.response_complete
+                        for c in self.server_state.connections if c is not self)
+        if answering and time.monotonic() < self._drain_until:
+            self.loop.call_later(DRAIN_POLL_S, self._close_when_idle)
+        else:
+            self.transport.close()
+
+
+# How long an idle connection stays open after SIGTERM at most (while requests are answered),
+# and how often it looks whether they are.
+DRAIN_LIMIT_S = 60.0
+DRAIN_POLL_S = 0.05
+
+
+async def stopping(scope, receive, send) -> None:
+    """A request that arrives on an idle keep-alive connection after SIGTERM: 503, come back in
+    a second (another replica, or this one restarted, answers), and the connection closes."""
+    body = json.dumps({"message": "the server is stopping; try again in 1 s",
+                       "errors": []}).encode()
+    await send({"type": "http.response.start", "status": 503, "headers": [
+        *HEADERS, (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()), (b"retry-after", b"1"),
+        (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 async def too_many_connections(scope, receive, send) -> None:
@@ -168,6 +217,7 @@ def worker_app():
     from app.settings import Settings
 
     settings = Settings()
+    memory.limit_arenas()
     supervisor = int(os.environ.get(SUPERVISOR_ENV, "0"))
     if supervisor:
         follow_supervisor(supervisor, grace_s=settings.request_timeout_s + 10)
@@ -228,6 +278,7 @@ def serve(argv: list[str] | None = None, prog: str = "python -m app",
     settings = Settings(**overrides)
     logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s %(name)s %(message)s")
     HeaderTimeoutProtocol.header_timeout_s = settings.header_timeout_s
+    memory.limit_arenas()
     # uvicorn's own access log only when ours (one JSON line per request) is switched off
     common = dict(host=settings.host, port=settings.port, log_level=settings.log_level,
                   proxy_headers=False, server_header=False, access_log=not settings.access_log,

@@ -83,6 +83,11 @@ class Costs:
         guess.dev = e.dev * scale
         return guess
 
+    def measured(self, kind: tuple) -> Estimate | None:
+        """What one call of ``kind`` is expected to take, if this function was ever measured here
+        (this kind or a neighbour, see :meth:`estimate`); None while only a prior is known."""
+        return self.estimate(kind) if any(k[0] == kind[0] for k in self.calls) else None
+
     def learn(self, kind: tuple, seconds: float) -> None:
         """A call of ``kind`` ran to the end in ``seconds``."""
         known = self.calls.get(kind)
