@@ -45,6 +45,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.i18n import COOKIE, choose_language
 from app.layout import render_page
+from app.schemas import NotFound
 from app.security import HEADERS
 from app.settings import Settings
 from app.tickets import CURRENT_TICKET, REQUEST_OVER, Busy, Cancelled, Ticket
@@ -59,7 +60,7 @@ QUEUE_TIMING = re.compile(r"(?:^|,)\s*queue;dur=([0-9.]+)")
 def install(app: FastAPI, settings: Settings) -> None:
     """Add the error handlers and the middleware stack (innermost first)."""
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(InputError, _input_error)
+    app.add_exception_handler(InputError, _input_error)  # NotFound (a subclass): 404
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Busy, _busy)
     app.add_exception_handler(Cancelled, _cancelled)
@@ -485,7 +486,8 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> Re
 
 async def _input_error(request: Request, exc: InputError) -> Response:
     body = error_body(str(exc), exc.field)
-    return error_response(request, 422, body["message"], body["errors"])
+    status = 404 if isinstance(exc, NotFound) else 422
+    return error_response(request, status, body["message"], body["errors"])
 
 
 async def _busy(request: Request, exc: Busy) -> JSONResponse:

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from model.translator import InputError
+
 if TYPE_CHECKING:
     from model.translator import Translator
 
@@ -113,7 +115,9 @@ class TranslateRequest(Strict):
     top_k: int | None = Field(None, ge=1, le=1000, description="sampling only; 1–1000")
     top_p: float | None = Field(None, gt=0, le=1, description="sampling only; (0, 1]")
     beam_size: int = Field(4, ge=1, le=8, description="beam search only; 1–8")
-    max_len: int = Field(128, ge=1, le=128, description="most Chinese tokens to produce; 1–128")
+    max_len: int = Field(128, ge=1, le=128, description="most Chinese tokens to produce; 1–128 "
+                                                        "(raised to forced_prefix's length when "
+                                                        "that is longer)")
     seed: int | None = Field(None, ge=0, le=MAX_SEED, description="sampling seed")
 
     @field_validator("text")
@@ -166,8 +170,17 @@ class TextQuery(QueryModel):
 class TraceRequest(TranslateRequest):
     forced_prefix: list[TargetToken] = Field(
         default_factory=list, max_length=MAX_FORCED,
-        description="Chinese tokens the translation must start with (then decoding continues)",
+        description="Chinese tokens the translation must start with (then decoding continues); "
+                    "a prefix longer than max_len raises max_len to its length",
     )
+
+    @model_validator(mode="after")
+    def room_for_the_prefix(self) -> TraceRequest:
+        """A forced prefix is produced whatever max_len says: max_len grows to hold it (both
+        are at most 128), so every schema-valid pair of the two is served."""
+        if len(self.forced_prefix) > self.max_len:
+            self.max_len = len(self.forced_prefix)
+        return self
 
 
 class Candidate(BaseModel):
@@ -224,16 +237,26 @@ TOKENS_RULE = ("text must be at most 128 tokens once split into the model's Engl
                f"(every digit and punctuation mark is a token of its own, so {MAX_TEXT_CHARS} "
                "characters of short words can be more than 128 tokens); the message says how many "
                "tokens to cut")
-FORCED_RULE = "forced_prefix must have no more tokens than max_len"
 
 
-def errors(*rules: str) -> dict:
+class NotFound(InputError):
+    """A schema-valid index past the end of what the request's own sentence has (a decoding
+    step, an attention row, a position, a layer of the stack asked for, a word of the text):
+    the request is well formed, what it points at does not exist: 404 in the one error shape."""
+
+
+def errors(*rules: str, missing: tuple[str, ...] = ()) -> dict:
     """Every answer a model route can give besides 200, so a client generated from /openapi.json
-    knows them; the 422 names the rules its schema cannot state."""
+    knows them; the 422 names the rules its schema cannot state, the 404 (``missing``) the
+    indexes whose bound is the sentence's own length."""
     described = "a field is out of its limits; the message names the field and the fix."
     if rules:
         described += " Besides the schema: " + "; ".join(rules) + "."
+    found = {404: {"model": ErrorResponse, "description": (
+        "the request is valid but points past the end of its own sentence: " + "; ".join(missing)
+        + ". The message names the field and the largest value there is.")}} if missing else {}
     return {
+        **found,
         422: {"model": ErrorResponse, "description": described},
         503: {"model": ErrorResponse, "description": (
             "the model is busy with other requests (Retry-After: seconds until there should be "
@@ -242,7 +265,7 @@ def errors(*rules: str) -> dict:
 
 
 ERRORS = errors(TOKENS_RULE)  # a sentence to translate
-TRACE_ERRORS = errors(TOKENS_RULE, FORCED_RULE)  # a sentence with decoding options (TraceRequest)
+TRACE_ERRORS = errors(TOKENS_RULE)  # a sentence with decoding options (TraceRequest)
 
 
 def model_limits(translator: Translator) -> dict[str, int]:

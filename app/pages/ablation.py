@@ -23,7 +23,6 @@ from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
 from app.plots import BLUE, ORANGE, base_layout, category_axis, unique_labels
 from app.schemas import (
-    FORCED_RULE,
     TOKENS_RULE,
     TraceRequest,
     TranslateRequest,
@@ -74,7 +73,7 @@ class WordOrderRequest(TranslateRequest):
                                                       " (a text of one word has only its own order)")
 
 
-ABLATION_ERRORS = errors(TOKENS_RULE, FORCED_RULE, PARTS_RULE)
+ABLATION_ERRORS = errors(TOKENS_RULE, PARTS_RULE)
 
 
 # -- routes ---------------------------------------------------------------------------------------
@@ -99,7 +98,7 @@ def ablation(request: AblationRequest, engine: EngineDep, translator: Translator
     return {**summary(trace), **result, "figure": step_figure(result, t)}
 
 
-@router.post("/api/ablation/importance", responses=errors(TOKENS_RULE, FORCED_RULE), tags=["model"])
+@router.post("/api/ablation/importance", responses=errors(TOKENS_RULE), tags=["model"])
 def importance(request: ImportanceRequest, engine: EngineDep, translator: TranslatorDep,
                response: Response) -> dict:
     """Every head's importance for this translation: the change of its log-probability

@@ -13,7 +13,7 @@ from app.api import summary, timed
 from app.deps import EngineDep, LanguageDep, page_text
 from app.layout import render_page
 from app.plots import BLUE, GREY, ORANGE, attention_heatmap, base_layout, category_axis, unique_labels
-from app.schemas import FORCED_RULE, TOKENS_RULE, TRACE_ERRORS, TraceRequest, errors, model_limit
+from app.schemas import TOKENS_RULE, TRACE_ERRORS, NotFound, TraceRequest, errors, model_limit
 from model.explain.trace import Trace
 from model.tokenizer import MAX_SOURCE_TOKENS
 from model.translator import InputError
@@ -46,14 +46,15 @@ class AttentionStagesRequest(AttentionDetailRequest):
     # the most rows an attention can have: 128 source tokens and <eos>, or <bos> and 128 steps
     query: int = Field(0, ge=0, le=MAX_SOURCE_TOKENS,
                        description="the query row to follow (0-based): below the number of source "
-                                   "tokens for kind=encoder, of decoder input tokens otherwise")
+                                   "tokens for kind=encoder, of decoder input tokens otherwise "
+                                   "(else 404)")
 
 
 LAYER_RULE = "layer must be below the number of layers of the stack kind reads (GET /api/model)"
-DETAIL_ERRORS = errors(TOKENS_RULE, FORCED_RULE, LAYER_RULE)
-STAGES_ERRORS = errors(TOKENS_RULE, FORCED_RULE, LAYER_RULE,
-                       "query must be below the number of rows of that attention: the source "
-                       "tokens (with <eos>) for kind=encoder, the decoder input tokens otherwise")
+DETAIL_ERRORS = errors(TOKENS_RULE, missing=(LAYER_RULE,))
+STAGES_ERRORS = errors(TOKENS_RULE, missing=(
+    LAYER_RULE, "query must be below the number of rows of that attention: the source tokens "
+                "(with <eos>) for kind=encoder, the decoder input tokens otherwise"))
 
 
 # -- routes ---------------------------------------------------------------------------------------
@@ -82,8 +83,9 @@ def attention_detail(request: AttentionDetailRequest, engine: EngineDep, respons
     """One head of one layer, stage by stage: Q, K, V, q·k, ÷√d_k, mask, softmax, weighted sum."""
     trace, model_ms = engine.trace(request)
     layers = len(trace.encoder if request.kind == "encoder" else trace.decoder)
-    if request.layer >= layers:
-        raise InputError("layer", f"layer must be between 0 and {layers - 1}")
+    if request.layer >= layers:  # past both stacks: out of the schema's limit (422)
+        error = NotFound if request.layer < max(len(trace.encoder), len(trace.decoder)) else InputError
+        raise error("layer", f"layer must be between 0 and {layers - 1}")
     n_heads = len(attention_weights(trace, request.kind, request.layer))
     if request.head >= n_heads:
         raise InputError("head", f"head must be between 0 and {n_heads - 1}")
@@ -98,7 +100,7 @@ def attention_stage_figures(request: AttentionStagesRequest, engine: EngineDep,
     detail = attention_detail(request, engine, response)
     rows = len(detail["query_tokens"])
     if request.query >= rows:
-        raise InputError("query", f"query must be between 0 and {rows - 1}")
+        raise NotFound("query", f"query must be between 0 and {rows - 1}")
     return {"detail": detail, "query": request.query,
             "figures": attention_stages(detail, request.query)}
 

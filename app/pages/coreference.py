@@ -20,8 +20,15 @@ from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
 from app.plots import ATTENTION_SCALE, BLUE, GREY, ORANGE, PURPLE, base_layout, category_axis, unique_labels
-from app.schemas import ENGLISH, MAX_TEXT_CHARS, TOKENS_RULE, TextQuery, TranslateRequest, errors
-from model.translator import InputError
+from app.schemas import (
+    ENGLISH,
+    MAX_TEXT_CHARS,
+    TOKENS_RULE,
+    NotFound,
+    TextQuery,
+    TranslateRequest,
+    errors,
+)
 
 router = APIRouter()
 PageText = page_text("coreference")
@@ -116,10 +123,15 @@ class CoreferenceQuery(TextQuery):
                       examples=["The woman said that she was tired."],
                       description="English sentence with a pronoun and the noun it refers to")
     pronoun: str = Field(min_length=1, max_length=20, examples=["she"],
-                         json_schema_extra={"pattern": ONE_WORD.pattern})
+                         json_schema_extra={"pattern": ONE_WORD.pattern},
+                         description="a word of text (else 404): its first occurrence after the "
+                                     "referent's; the referent's own when it is the same word (each "
+                                     "head's weight of that word on itself)")
     referent: str = Field(min_length=1, max_length=30, examples=["woman"],
-                          json_schema_extra={"pattern": ONE_WORD.pattern})
-    distractor: str = Field("", max_length=30, description="optional: another noun to compare",
+                          json_schema_extra={"pattern": ONE_WORD.pattern},
+                          description="a word of text (else 404)")
+    distractor: str = Field("", max_length=30, description="optional: another noun to compare, a "
+                                                          "word of text (else 404)",
                             json_schema_extra={"pattern": ONE_WORD_OR_NONE.pattern})
 
     @field_validator("pronoun", "referent", "distractor")
@@ -160,8 +172,8 @@ def page(request: Request, lang: LanguageDep) -> HTMLResponse:
 
 
 @router.get("/api/coreference",
-            responses=errors(TOKENS_RULE, "referent, pronoun (and distractor when given) must be "
-                             "words of text, and pronoun not the same occurrence as referent"),
+            responses=errors(TOKENS_RULE, missing=("referent, pronoun (and distractor when "
+                                                   "given) must be words of text",)),
             tags=["model"])
 def coreference_ranking(query: Annotated[CoreferenceQuery, Query()], engine: EngineDep,
                         translator: TranslatorDep, t: PageText, response: Response) -> dict:
@@ -174,12 +186,10 @@ def coreference_ranking(query: Annotated[CoreferenceQuery, Query()], engine: Eng
         try:
             return locate(translator.english.tokenize(word), tokens, field, after)
         except WordNotFound as error:
-            raise InputError(error.field, str(error)) from error
+            raise NotFound(error.field, str(error)) from error
 
     referent = find("referent")
     pronoun = find("pronoun", referent[-1])
-    if set(pronoun) & set(referent):
-        raise InputError("pronoun", "pronoun and referent must be different words")
     distractor = find("distractor") if query.distractor else None
     attention = [layer["self_attention"] for layer in trace.encoder]
     result = rank_heads(attention, tokens, pronoun, referent, distractor)

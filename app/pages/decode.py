@@ -29,10 +29,10 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import (
-    FORCED_RULE,
     MAX_FORCED,
     TOKENS_RULE,
     TRACE_ERRORS,
+    NotFound,
     TraceRequest,
     errors,
     model_limit,
@@ -62,7 +62,8 @@ class InterpretRequest(TraceRequest):
     """Which step of the translation to explain, and how finely to integrate the gradients."""
 
     step: int = Field(0, ge=0, le=MAX_FORCED - 1,  # a translation has at most max_len ≤ 128 steps
-                      description="0-based decoding step whose character is explained")
+                      description="0-based decoding step whose character is explained: below "
+                                  "the translation's number of steps (else 404)")
     ig_steps: int = Field(64, ge=2, le=256,
                           description="integrated-gradients steps along the path from the baseline "
                                       "(more: the attributions add up more exactly); 2–256")
@@ -114,8 +115,8 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
 
 
 @router.post("/api/figures/interpret",
-             responses=errors(TOKENS_RULE, FORCED_RULE, "step must be below the number of decoding "
-                              "steps of the translation"),
+             responses=errors(TOKENS_RULE, missing=("step must be below the number of "
+                                                    "decoding steps of the translation",)),
              tags=["figures"])
 def interpret_figures(request: InterpretRequest, engine: EngineDep, t: PageText,
                       response: Response) -> dict:
@@ -126,7 +127,7 @@ def interpret_figures(request: InterpretRequest, engine: EngineDep, t: PageText,
     trace, model_ms = engine.trace(request)
     n = len(trace.steps)
     if request.step >= n:
-        raise InputError("step", f"step must be between 0 and {n - 1}: the translation has {n} steps")
+        raise NotFound("step", f"step must be between 0 and {n - 1}: the translation has {n} steps")
     lens, lens_ms = engine.derived(request, trace, "lens", interpret.logit_lens,
                                    engine.translator, trace)
     attribution, attribution_ms = engine.derived(

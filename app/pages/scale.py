@@ -34,7 +34,6 @@ from app.i18n import Translate
 from app.layout import render_page
 from app.plots import BLUE, GREEN, GREY, ORANGE, base_layout, category_axis, unique_labels
 from app.schemas import QueryModel, errors
-from model.translator import InputError
 
 router = APIRouter()
 PageText = page_text("scale")
@@ -71,8 +70,7 @@ class ScaleInput:
     tied_output: bool = True
 
     def __post_init__(self) -> None:
-        if self.d_model % self.heads:
-            raise ValueError("d_model must be divisible by heads")
+        # heads need not divide d_model: no count depends on them (d_head is then fractional)
         if self.active_experts > self.experts:
             raise ValueError("active_experts cannot exceed experts")
 
@@ -159,7 +157,7 @@ def count(spec: ScaleInput) -> dict:
     embedding = sum(row.count for row in rows if row.group == "embedding")
     return {
         "input": asdict(spec),
-        "d_head": d // spec.heads,
+        "d_head": d // spec.heads if d % spec.heads == 0 else round(d / spec.heads, 2),
         "rows": [row.as_dict() for row in rows],
         "total": total,
         "total_weights_only": sum(row.weights * row.times for row in rows),
@@ -223,11 +221,15 @@ class ScaleQuery(QueryModel):
                                      description="target vocabulary (encoder-decoder only)")
     d_model: int = Field(12288, ge=1, le=65536)
     layers: int = Field(96, ge=1, le=1024, description="layers (per stack for encoder-decoder)")
-    heads: int = Field(96, ge=1, le=1024, description="attention heads; must divide d_model")
+    heads: int = Field(96, ge=1, le=1024, description="attention heads; real models' divide "
+                                                      "d_model (if not: a warning, and d_head "
+                                                      "fractional; no count depends on heads)")
     d_ff: int = Field(49152, ge=1, le=1_048_576)
     context: int = Field(2048, ge=1, le=10_000_000, description="context length (tokens)")
     experts: int = Field(1, ge=1, le=1024, description="FFN experts per layer (1 = dense)")
-    active_experts: int = Field(1, ge=1, le=1024, description="experts each token uses")
+    active_experts: int = Field(1, ge=1, le=1024, description="experts each token uses (more "
+                                                              "than experts: a warning, counted "
+                                                              "as experts)")
     biases: bool = True
     tied_output: bool = True
 
@@ -265,12 +267,18 @@ def _scale_labels(t: Translate) -> dict[str, str]:
 
 
 def scale_result(query: ScaleQuery, t: Translate) -> dict:
+    """The counts, with ``warnings`` (in the reader's language) for sizes no real model has:
+    heads that do not divide d_model (no count depends on them), more active experts than
+    experts (counted as all of them)."""
+    warnings = []
     if query.d_model % query.heads:
-        raise InputError("heads", f"heads must divide d_model ({query.d_model} % {query.heads} "
-                                  f"= {query.d_model % query.heads})")
+        warnings.append(t("scale.warn.heads", heads=query.heads, d=query.d_model,
+                          d_head=round(query.d_model / query.heads, 2)))
     if query.active_experts > query.experts:
-        raise InputError("active_experts", "active_experts cannot exceed experts")
-    result = count(ScaleInput(**query.model_dump()))
+        warnings.append(t("scale.warn.experts", active=query.active_experts, n=query.experts))
+    sizes = {**query.model_dump(), "active_experts": min(query.active_experts, query.experts)}
+    result = count(ScaleInput(**sizes))
+    result["warnings"] = warnings
     labels = _scale_labels(t)
     experts = t("scale.row.experts", n=query.experts) if query.experts > 1 else ""
     for row in result["rows"]:
@@ -283,9 +291,7 @@ def scale_result(query: ScaleQuery, t: Translate) -> dict:
     return result
 
 
-@router.get("/api/scale", responses=errors("heads must divide d_model",
-                                            "active_experts must not exceed experts"),
-            tags=["model"])
+@router.get("/api/scale", responses=errors(), tags=["model"])
 def scale_calculator(query: Annotated[ScaleQuery, Query()], t: PageText) -> dict:
     """Parameters of every weight matrix for the given sizes (the page's calculator)."""
     return scale_result(query, t)

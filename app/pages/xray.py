@@ -28,7 +28,7 @@ from pydantic import ConfigDict, Field
 from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep
 from app.layout import render_page
-from app.schemas import FORCED_RULE, TOKENS_RULE, TRACE_ERRORS, TraceRequest, errors, model_limit
+from app.schemas import TOKENS_RULE, TRACE_ERRORS, NotFound, TraceRequest, errors, model_limit
 from app.xray import decoder_strips_view, heads_view, logits_view, model_layout, view
 from model.decoding import DecodingOptions
 from model.explain.blocks import block_positions, open_block
@@ -99,15 +99,16 @@ class XrayBlockRequest(TraceRequest):
                        description="0-based layer of that side (ignored for embedding/output)")
     # the most positions a side can have: 128 source tokens and <eos>, or 128 decoding steps
     position: int = Field(0, ge=0, le=MAX_SOURCE_TOKENS,
-                          description="0-based token position (the query row)")
+                          description="0-based token position (the query row): below the "
+                                      "sentence's source tokens (with <eos>) for the encoder, its "
+                                      "translation's steps for the decoder (else 404)")
 
 
-BLOCK_ERRORS = errors(
-    TOKENS_RULE, FORCED_RULE,
+BLOCK_ERRORS = errors(TOKENS_RULE, missing=(
     "layer must be below that side's number of layers (GET /api/model)",
     "position must be below that side's number of positions: the source tokens (with <eos>) for "
     "the encoder, the translation's steps for the decoder",
-)
+))
 
 
 PACKED = "application/octet-stream"
@@ -242,11 +243,13 @@ def xray_block(request: XrayBlockRequest, engine: EngineDep, translator: Transla
     trace, _ = engine.trace(request)
     config = translator.config
     layers = config.n_encoder_layers if request.side == "encoder" else config.n_decoder_layers
-    if request.layer >= layers:
-        raise InputError("layer", f"layer must be between 0 and {layers - 1} for the {request.side}")
+    if request.layer >= layers:  # past both stacks: out of the schema's limit (422)
+        deepest = max(config.n_encoder_layers, config.n_decoder_layers)
+        error = NotFound if request.layer < deepest else InputError
+        raise error("layer", f"layer must be between 0 and {layers - 1} for the {request.side}")
     tokens = block_positions(trace, request.side)
     if request.position >= len(tokens):
-        raise InputError("position", f"position must be between 0 and {len(tokens) - 1} "
+        raise NotFound("position", f"position must be between 0 and {len(tokens) - 1} "
                                      f"(this sentence has {len(tokens)} {request.side} positions)")
     block, _ = engine.run(open_block, translator, trace, request.side, request.block,
                           request.layer, request.position)

@@ -30,6 +30,8 @@
   }
 
   function draw(data) {
+    ITT.clearError();
+    if (data.warnings.length) ITT.showError(data.warnings.join(" "));
     document.getElementById("calc-total").textContent = ITT.number(data.total);
     document.getElementById("calc-weights").textContent = ITT.number(data.total_weights_only);
     document.getElementById("calc-active").textContent = ITT.number(data.active_per_token);

@@ -167,7 +167,6 @@ def test_mixed_text_is_translated(app_client):
         ({"forced_prefix": ["x" * 9]}, "forced_prefix.0"),
         ({"forced_prefix": ["<bos>"]}, "forced_prefix"),
         ({"forced_prefix": ["龘"]}, "forced_prefix"),  # not in the vocabulary
-        ({"forced_prefix": ["猫", "坐"], "max_len": 1}, "forced_prefix"),
         ({"forced_prefix": "猫"}, "forced_prefix"),
     ],
 )

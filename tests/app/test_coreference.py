@@ -49,13 +49,20 @@ def test_coreference_with_distractor(app_client, tiny_translator):
 
 
 @pytest.mark.parametrize(("params", "field"), [
-    ({"text": WOMAN, "pronoun": "he", "referent": "woman"}, "pronoun"),
-    ({"text": WOMAN, "pronoun": "she", "referent": "man"}, "referent"),
     ({"text": WOMAN, "pronoun": "she!", "referent": "woman"}, "query.pronoun"),
     ({"text": "x" * 601, "pronoun": "she", "referent": "woman"}, "query.text"),
 ])
 def test_coreference_limits(app_client, params, field):
     assert field_of(app_client.get("/api/coreference", params=params)) == field
+
+
+@pytest.mark.parametrize(("params", "field"), [
+    ({"text": WOMAN, "pronoun": "he", "referent": "woman"}, "pronoun"),
+    ({"text": WOMAN, "pronoun": "she", "referent": "man"}, "referent"),
+])
+def test_a_word_not_in_the_text_is_not_found(app_client, params, field):
+    response = app_client.get("/api/coreference", params=params)
+    assert response.status_code == 404 and response.json()["errors"][0]["field"] == field
 
 
 def test_words_and_locate():

@@ -79,7 +79,6 @@ def test_chinese_labels(app_client):
 @pytest.mark.parametrize(("body", "field"), [
     ({"step": -1}, "step"),
     ({"step": 129}, "step"),
-    ({"step": 6}, "step"),  # the translation has 6 steps: 0–5
     ({"step": "1"}, "step"),  # strict: a string is not a number
     ({"ig_steps": 1}, "ig_steps"),
     ({"ig_steps": 257}, "ig_steps"),
@@ -92,6 +91,12 @@ def test_limits(app_client, body, field):
     response = app_client.post(URL, json={**BODY, **body})
     assert field_of(response) == field
     assert response.json()["message"].startswith(f"{field}:")
+
+
+def test_a_step_past_the_translation_is_not_found(app_client):
+    response = app_client.post(URL, json={**BODY, "step": 6})  # the translation has 6 steps: 0–5
+    assert response.status_code == 404
+    assert response.json()["message"].startswith("step: step must be between 0 and 5")
 
 
 def test_figure_builders_are_pure_functions(tiny_translator):
