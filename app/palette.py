@@ -30,6 +30,7 @@ SEQUENTIAL = ("#fcfbfd", "#efedf5", "#dadaeb", "#bcbddc", "#9e9ac8",
 MODEL = "#8a929e"  # the model's own next-character distribution
 FILTERED = BLUE  # the distribution after the sampling filter (temperature, top-k, top-p)
 CHOSEN = ORANGE  # the character the decoder chose
+CHOSEN_INK = "#9a4a00"  # the chosen character as text: orange too light to read (2.1:1), this 6.2:1
 MASKED = "#d9d9d9"  # a masked (−∞) score
 
 # Type scale in rem (1 rem = 16 px): every font size on a page is one of these.
@@ -65,7 +66,7 @@ def css_variables() -> dict[str, str]:
     names = {f"--div-{i}": c for i, c in enumerate(DIVERGING)}
     names.update({f"--seq-{i}": c for i, c in enumerate(SEQUENTIAL)})
     names.update({"--dist-model": MODEL, "--dist-filtered": FILTERED, "--chosen": CHOSEN,
-                  "--masked": MASKED, "--robust-share": str(ROBUST_SHARE)})
+                  "--chosen-ink": CHOSEN_INK, "--masked": MASKED, "--robust-share": str(ROBUST_SHARE)})
     names.update({f"--fs-{name}": f"{size}rem" for name, size in TYPE_SCALE.items()})
     return names
 

@@ -44,6 +44,28 @@ def test_scales_run_light_to_dark_and_diverge_from_white():
     assert int(positive[1:3], 16) > int(positive[5:7], 16)  # positive is red
 
 
+def contrast(foreground: str, background: str) -> float:
+    """WCAG 2 contrast ratio of two #rrggbb colours."""
+    def luminance(colour: str) -> float:
+        channels = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    light, dark = sorted((luminance(foreground), luminance(background)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_text_colours_read_on_every_surface():
+    """Text in ink, muted ink or the chosen colour's ink reaches WCAG AA (4.5:1) on the page, a card
+    and the lightest cells; orange itself is for fills, not text."""
+    css = root_variables()
+    for ink in ("--ink", "--muted", "--chosen-ink", "--accent"):
+        for surface in ("--bg", "--card", "--div-4", "--seq-0"):
+            assert contrast(css[ink], css[surface]) >= 4.5, (ink, surface, contrast(css[ink], css[surface]))
+    assert contrast(palette.CHOSEN, "#ffffff") < 4.5  # why the ink exists
+    assert contrast("#000000", "#ffffff") == pytest.approx(21.0)
+
+
 def test_robust_scale_is_not_set_by_outliers():
     typical = [float(i % 10) - 4.5 for i in range(100)]  # 98th percentile of |v|: 4.5
     outlier_value = [1000.0] + [0.5] * 99
