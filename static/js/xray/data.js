@@ -8,15 +8,55 @@
 const TYPES = { int8: Int8Array, uint8: Uint8Array, uint16: Uint16Array, uint32: Uint32Array, float32: Float32Array };
 const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
-/** A packed answer → { header, arrays: name → { data (a typed array), shape } }. */
+/* What a packed answer may describe, whatever its header says (a saved file comes from anywhere,
+   and every loop below runs over these counts). The originals: model/tokenizer.py's
+   MAX_SOURCE_TOKENS (128 pieces, + <eos>: positions), app/schemas.py's MAX_FORCED (a translation's
+   steps), the request schemas' layer and head limits (0–63); tests/app/test_xray_caps.py holds
+   them equal. The rest bound what no model this app serves comes near. */
+export const CAPS = { positions: 129, steps: 128, layers: 64, heads: 64, width: 8192,
+  vocab: 1 << 18, candidates: 64, stages: 1024, tokenChars: 64, textChars: 600, magnitude: 1e12 };
+
+/** A packed answer or a saved file that breaks a cap or disagrees with itself. */
+export class BadView extends Error {}
+
+export function check(condition, why) {
+  if (!condition) throw new BadView(why);
+}
+
+const isCount = (n, max) => Number.isInteger(n) && n >= 0 && n <= max;
+
+/** Every number in a parsed header is finite and of a sane size (JSON reads 1e999 as Infinity). */
+function finiteEverywhere(value, depth = 0) {
+  check(depth < 12, "the header nests too deeply");
+  if (typeof value === "number") check(Number.isFinite(value) && Math.abs(value) <= CAPS.magnitude, "a number in the header is not finite");
+  else if (Array.isArray(value)) for (const item of value) finiteEverywhere(item, depth + 1);
+  else if (value && typeof value === "object") for (const item of Object.values(value)) finiteEverywhere(item, depth + 1);
+}
+
+/** A packed answer → { header, arrays: name → { data (a typed array), shape } }. Its structure is
+    checked first: a known type, whole non-negative sizes inside the buffer, and no shape whose
+    loops would run far past its data (a zero-size dimension beside a huge one). */
 export function unpack(buffer) {
+  check(buffer instanceof ArrayBuffer && buffer.byteLength >= 4, "too short");
   const length = new DataView(buffer).getUint32(0, true);
+  check(length <= buffer.byteLength - 4, "the header runs past the end");
   const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length)));
+  check(header && typeof header === "object" && !Array.isArray(header), "no header");
+  check(header.arrays && typeof header.arrays === "object" && !Array.isArray(header.arrays), "no arrays");
+  finiteEverywhere(header);
   const start = 4 + length;
   const arrays = {};
-  for (const [name, { dtype, shape, offset }] of Object.entries(header.arrays)) {
+  for (const [name, entry] of Object.entries(header.arrays)) {
+    const { dtype, shape, offset } = entry || {};
     const Type = TYPES[dtype];
+    check(Type && Object.hasOwn(TYPES, dtype), `${name}: unknown type`);
+    check(Array.isArray(shape) && shape.length >= 1 && shape.length <= 5
+      && shape.every((n) => isCount(n, 1 << 24)), `${name}: bad shape`);
     const count = shape.reduce((a, b) => a * b, 1);
+    const loops = shape.reduce((a, b) => a * Math.max(b, 1), 1);
+    check(loops <= 64 * Math.max(count, 1), `${name}: a zero-size dimension beside a large one`);
+    check(isCount(offset, buffer.byteLength) && offset % 4 === 0
+      && start + offset + count * Type.BYTES_PER_ELEMENT <= buffer.byteLength, `${name}: runs past the end`);
     let data;
     if (LITTLE || Type.BYTES_PER_ELEMENT === 1) {
       data = new Type(buffer, start + offset, count); // every array starts at a multiple of 4
@@ -218,8 +258,16 @@ const attentionsOf = (layout, side) => layout[side].filter((entry) => entry.kind
     (by each attention's name: [head][query][key]). */
 export function decodeHeads(buffer, trace) {
   const { arrays } = unpack(buffer);
+  const S = trace.source_tokens.length;
+  const T = trace.decoder_input.length;
   for (const side of ["encoder", "decoder"]) {
     for (const entry of attentionsOf(trace.layout, side)) {
+      const keys = entry.weights === "encoder" || entry.weights === "cross" ? S : T;
+      const array = arrays[`attention.${entry.weights}`];
+      check(array && array.shape.length === 5 && array.shape[0] === 3 && array.shape[1] === trace[side].length
+        && array.shape[2] >= 1 && array.shape[2] <= CAPS.heads
+        && array.shape[3] === (side === "encoder" ? S : T) && array.shape[4] === keys,
+      `attention.${entry.weights}: a shape that is not this sentence's`);
       const weights = attention(arrays[`attention.${entry.weights}`]);
       trace[side].forEach((layer, l) => { layer[entry.name] = weights[l]; });
     }
@@ -251,6 +299,130 @@ function layers(header, arrays, side, weights, layout) {
   });
 }
 
+// -- checks: what a view must be before anything is drawn from it ---------------------------------
+
+const isTokens = (list, max) => Array.isArray(list) && list.length <= max
+  && list.every((token) => typeof token === "string" && token.length <= CAPS.tokenChars);
+const isProb = (p) => typeof p === "number" && p >= 0 && p <= 1 + 1e-6; // sums may round past 1
+const isObject = (value) => value !== null && typeof value === "object" && !Array.isArray(value);
+
+/** A side's strips: (stages, L) scales, the codes, and what rebuilds the Add & Norm stages. */
+function checkStrips(h, arrays, side, stages, positions) {
+  const scales = arrays[`strips.${side}.scales`];
+  const codes = arrays[`strips.${side}`];
+  check(scales && codes, `strips.${side}: missing`);
+  check(scales.data instanceof Float32Array && scales.shape.length === 2 && scales.shape[0] === stages
+    && scales.shape[1] === positions, `strips.${side}.scales: a shape that is not this sentence's`);
+  for (const x of scales.data) check(Number.isFinite(x) && Math.abs(x) <= 1e6, `strips.${side}.scales: not finite`);
+  check(codes.data instanceof Int8Array && codes.shape.length === 3 && codes.shape[1] === positions
+    && codes.shape[2] >= 1 && codes.shape[2] <= CAPS.width, `strips.${side}: a shape that is not this sentence's`);
+  const coding = (h.norm_prediction || {})[side];
+  if (!coding) return check(codes.shape[0] === stages, `strips.${side}: not one strip per stage`);
+  const d = codes.shape[2];
+  check(Array.isArray(coding) && coding.length <= stages && codes.shape[0] === stages - coding.length,
+    `norm_prediction.${side}: not the strips' stages`);
+  let last = 1;
+  for (const entry of coding) {
+    check(isObject(entry) && Number.isInteger(entry.stage) && entry.stage > last && entry.stage < stages
+      && entry.eps > 0, `norm_prediction.${side}: a stage out of order`);
+    last = entry.stage;
+  }
+  const size = coding.length * positions * d;
+  for (const [part, Type, shape] of [["gamma", Int8Array, [coding.length, d]], ["beta", Int8Array, [coding.length, d]],
+    ["corrections", Uint8Array, [Math.ceil(size / 5)]]]) {
+    const array = arrays[`strips.${side}.${part}`];
+    check(array && array.data instanceof Type && array.shape.length === shape.length
+      && array.shape.every((n, i) => (part === "corrections" ? n >= shape[i] : n === shape[i])), `strips.${side}.${part}: bad shape`);
+  }
+  const gaps = arrays[`strips.${side}.beyond_gaps`];
+  const beyond = arrays[`strips.${side}.beyond`];
+  check(gaps && beyond && gaps.data instanceof Uint32Array && beyond.data instanceof Int8Array
+    && gaps.data.length === beyond.data.length, `strips.${side}.beyond: bad shape`);
+}
+
+/** The view's header and arrays agree with each other and stay within CAPS: every count a loop
+    runs over, every token list's length, every id below the vocabulary, every float finite. */
+function checkView(h, arrays, layout) {
+  check(typeof h.text === "string" && h.text.length <= CAPS.textChars, "text");
+  check(typeof h.translation === "string" && h.translation.length <= CAPS.steps * CAPS.tokenChars, "translation");
+  check(isTokens(h.source_tokens, CAPS.positions) && h.source_tokens.length >= 1, "source_tokens");
+  const S = h.source_tokens.length;
+  check(isTokens(h.target_tokens, CAPS.steps) && isTokens(h.decoder_input, CAPS.steps), "target_tokens");
+  const T = h.decoder_input.length;
+  check(h.target_tokens.length === T && Array.isArray(h.steps) && h.steps.length === T,
+    "the steps, target tokens and decoder input are not as many");
+  for (const step of h.steps) {
+    check(isObject(step) && typeof step.token === "string" && isProb(step.prob ?? 0)
+      && (step.top === undefined || (Array.isArray(step.top) && step.top.length <= CAPS.candidates
+        && step.top.every((c) => isObject(c) && typeof c.token === "string" && isProb(c.prob)))), "steps");
+  }
+  check(isObject(h.options) && (h.options.max_len === undefined || isCount(h.options.max_len, CAPS.steps)), "options");
+  check(h.beam === undefined || h.beam === null || (Array.isArray(h.beam) && h.beam.length <= CAPS.steps * 64), "beam");
+  check(h.original === undefined || h.original === null || isTokens(h.original, CAPS.steps), "original");
+  const other = h.alternative;
+  check(other === undefined || other === null || (isObject(other) && typeof other.translation === "string"
+    && (other.tokens === undefined || isTokens(other.tokens, CAPS.steps))
+    && (other.probs === undefined || (Array.isArray(other.probs) && other.probs.length <= CAPS.steps && other.probs.every(isProb)))),
+  "alternative");
+  check(Array.isArray(h.embedding_head) && h.embedding_head.length === S
+    && h.embedding_head.every((row) => Array.isArray(row) && row.length <= CAPS.width), "embedding_head");
+  check(Array.isArray(h.norms) && h.norms.length >= 1 && h.norms.length <= 8 && h.norms.every((n) => typeof n === "string"), "norms");
+  check(isCount(h.vocab_size, CAPS.vocab) && h.vocab_size >= 1, "vocab_size");
+  check(isObject(layout), "layout");
+  const layers = {};
+  for (const side of ["encoder", "decoder"]) {
+    const entries = layout[side];
+    check(Array.isArray(entries) && entries.length <= CAPS.stages && entries.every((entry) => isObject(entry)
+      && typeof entry.kind === "string" && typeof entry.name === "string" && isCount(entry.layer ?? 0, CAPS.layers - 1)),
+    `layout.${side}`);
+    check(isObject(h.stages) && Array.isArray(h.stages[side]) && h.stages[side].length <= CAPS.stages
+      && h.stages[side].every(isObject), `stages.${side}`);
+    const norms = arrays[`norms.${side}`];
+    const ffn = arrays[`ffn.${side}`];
+    const positions = side === "encoder" ? S : T;
+    check(norms && norms.shape.length === 4 && norms.shape[0] >= 1 && norms.shape[0] <= CAPS.layers
+      && norms.shape[2] === h.norms.length && norms.shape[3] === positions, `norms.${side}: a shape that is not this sentence's`);
+    layers[side] = norms.shape[0];
+    check(ffn && ffn.shape.length === 2 && ffn.shape[0] === layers[side] && ffn.shape[1] === positions,
+      `ffn.${side}: a shape that is not this sentence's`);
+    check(entries.every((entry) => (entry.layer ?? 0) < layers[side]), `layout.${side}: a layer the arrays lack`);
+    for (const entry of entries.filter((e) => e.layer === 0)) {
+      if (entry.kind === "add_norm") check(isCount(entry.norm, norms.shape[1] - 1), `layout.${side}: an Add & Norm the arrays lack`);
+    }
+    if (side === "encoder" || arrays["strips.decoder.scales"]) checkStrips(h, arrays, side, h.stages[side].length, positions);
+  }
+  if (h.attention_means) {
+    const { heads, overall, shapes } = h.attention_means;
+    check(isCount(heads, CAPS.heads) && heads >= 1 && isCount(overall, CAPS.heads * CAPS.layers) && overall >= 1
+      && isObject(shapes), "attention_means");
+    const expected = { encoder: [layers.encoder, S, S], decoder_self: [layers.decoder, T, T],
+      cross: [layers.decoder, T, S], "cross.overall": [T, S] };
+    for (const [kind, shape] of Object.entries(expected)) {
+      check(Array.isArray(shapes[kind]) && shapes[kind].length === shape.length && shapes[kind].every((n, i) => n === shape[i]),
+        `attention_means.${kind}: a shape that is not this sentence's`);
+      const count = shape.reduce((a, b) => a * b, 1);
+      const exact = arrays[`attention.${kind}.exact`];
+      const sum = arrays[`attention.${kind}.sum`];
+      const nudge = arrays[`attention.${kind}.nudge`];
+      const coarse = arrays[`attention.${kind}.coarse`];
+      check(exact && sum && nudge && coarse && exact.data.length === Math.ceil(count / 8) && sum.shape.length === 2
+        && sum.shape[0] === 3 && nudge.data.length === sum.shape[1] && sum.shape[1] + coarse.data.length === count,
+      `attention.${kind}: not as many weights as its shape`);
+    }
+  }
+  const ids = arrays["sampling.ids"];
+  const logits = arrays["sampling.logits"];
+  check(ids && logits && ids.shape.length === 2 && ids.shape[0] === T && ids.shape[1] <= CAPS.candidates
+    && logits.shape.length === 2 && logits.shape[0] === T && logits.shape[1] === ids.shape[1]
+    && logits.data instanceof Float32Array, "sampling: not one row per step");
+  for (const id of ids.data) check(id < h.vocab_size, "sampling.ids: an id beyond the vocabulary");
+  for (const x of logits.data) check(Number.isFinite(x), "sampling.logits: not finite");
+  const table = h.sampling;
+  check(isObject(table) && ["max", "sum", "kept", "mass", "tokens"].every((key) => Array.isArray(table[key]) && table[key].length === T)
+    && table.tokens.every((row) => isTokens(row, ids.shape[1]) && row.length === ids.shape[1]) && table.mass.every(isProb),
+  "sampling: not one row per step");
+}
+
 /** /api/xray/view → { trace, xr, original, alternative }: trace with the fields of /api/trace the page reads
     (every head's attention only in a view saved before they went apart: trace.heads says) and
     the model's stages (``layout``: the header's; ``fallback``, the page's model's, for a view
@@ -261,6 +433,7 @@ function layers(header, arrays, side, weights, layout) {
 export function decodeView(buffer, fallback = null) {
   const { header: h, arrays } = unpack(buffer);
   const layout = h.layout || fallback;
+  checkView(h, arrays, layout);
   const weights = attentionMeans(h, arrays);
   const trace = {
     text: h.text, translation: h.translation, finished: h.finished, options: h.options,
@@ -282,7 +455,8 @@ export function decodeView(buffer, fallback = null) {
   const xr = {
     layout,
     encoder: { stages: h.stages.encoder, values: sideStrips(h, arrays, "encoder") },
-    decoder: { stages: h.stages.decoder, values: arrays["strips.decoder.scales"] ? sideStrips(h, arrays, "decoder") : null,
+    decoder: { stages: h.stages.decoder, positions: h.decoder_input.length,
+      values: arrays["strips.decoder.scales"] ? sideStrips(h, arrays, "decoder") : null,
       ranges: h.strip_ranges ? h.strip_ranges.decoder : null },
     length_penalty: h.length_penalty, vocabSize: h.vocab_size, sampling, logits: null, vocab: null,
   };
@@ -293,6 +467,7 @@ export function decodeView(buffer, fallback = null) {
 /** /api/xray/strips → the decoder's strips, set on ``xr`` as decodeView sets the encoder's. */
 export function decodeStrips(buffer, xr) {
   const { header, arrays } = unpack(buffer);
+  checkStrips(header, arrays, "decoder", xr.decoder.stages.length, xr.decoder.positions);
   xr.decoder.values = sideStrips(header, arrays, "decoder");
 }
 

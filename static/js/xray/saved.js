@@ -11,7 +11,7 @@
 
 import { S } from "./state.js";
 import { $, SIZES, t } from "./dom.js";
-import { decodeHeads, decodeStrips, decodeView } from "./data.js";
+import { CAPS, check, decodeHeads, decodeStrips, decodeView } from "./data.js";
 import { loadHeads } from "./overlay.js";
 import { loadStrips } from "./rows.js";
 
@@ -96,8 +96,35 @@ export function showRequest(request) {
   const form = document.getElementById("xr-options");
   for (const [name, value] of Object.entries({ text: request.text, strategy: request.strategy || "greedy",
     beam_size: request.beam_size, max_len: request.max_len })) {
-    const field = form.elements.namedItem(name);
+    const field = form ? form.elements.namedItem(name) : null;
     if (field && value !== undefined && value !== null) field.value = String(value);
+  }
+}
+
+/* A saved request's fields as the server's schema limits them (app/schemas.py: TraceRequest):
+   [kind, least, most] for numbers, the strategies for strategy; any other field is refused. */
+const REQUEST = {
+  temperature: ["number", 0.05, 5], top_k: ["integer", 1, 1000], top_p: ["number", 1e-9, 1],
+  beam_size: ["integer", 1, 8], max_len: ["integer", 1, CAPS.steps], seed: ["integer", 0, 2 ** 31 - 1],
+};
+const STRATEGIES = ["greedy", "sample", "beam"];
+
+/** A saved request is one the page could have sent: the sentence, known settings within their
+    limits, a forced prefix of at most 128 short tokens (else a BadView). */
+function checkRequest(request) {
+  check(typeof request.text === "string" && request.text.length >= 1 && request.text.length <= CAPS.textChars, "request.text");
+  for (const [name, value] of Object.entries(request)) {
+    if (name === "text" || value === null || value === undefined) continue;
+    if (name === "strategy") check(STRATEGIES.includes(value), "request.strategy");
+    else if (name === "forced_prefix") {
+      check(Array.isArray(value) && value.length <= CAPS.steps
+        && value.every((token) => typeof token === "string" && token.length >= 1 && token.length <= 8), "request.forced_prefix");
+    } else {
+      check(Object.hasOwn(REQUEST, name), `request.${name}: not a setting`);
+      const [kind, least, most] = REQUEST[name];
+      check(typeof value === "number" && Number.isFinite(value) && value >= least && value <= most
+        && (kind === "number" || Number.isInteger(value)), `request.${name}`);
+    }
   }
 }
 
@@ -113,9 +140,15 @@ export function readSaved(text) {
       || typeof data.request !== "object" || data.request === null || typeof data.request.text !== "string") {
     throw new Error(t("xray.file.not_xray"));
   }
-  if (data.version !== VERSION) throw new Error(t("xray.file.version", { v: String(data.version) }));
+  if (data.version !== VERSION) throw new Error(t("xray.file.version", { v: String(data.version).slice(0, 20) }));
   for (const part of [data.heads, data.strips]) {
     if (part !== undefined && typeof part !== "string") throw new Error(t("xray.file.not_xray"));
+  }
+  try {
+    checkRequest(data.request);
+  } catch (error) {
+    console.warn("saved x-ray refused:", error.message);
+    throw new Error(t("xray.file.not_xray"));
   }
   let buffer;
   let heads = null;
@@ -140,11 +173,15 @@ export function wireFiles(show) {
     try {
       if (file.size > MAX_FILE_BYTES) throw new Error(t("xray.file.too_big", { mb: MAX_FILE_BYTES >> 20 }));
       const saved = readSaved(await file.text());
-      try { // a damaged view fails here, before anything on screen changes
+      try { // a damaged or crafted view fails here, before anything on screen changes
         const { trace, xr } = decodeView(saved.buffer, SIZES.layout);
         if (saved.heads) decodeHeads(saved.heads, trace);
         if (saved.strips) decodeStrips(saved.strips, xr);
-      } catch {
+        const request = saved.request;
+        check((request.forced_prefix || []).length <= trace.steps.length,
+          "the request is not the view's");
+      } catch (error) {
+        console.warn("saved x-ray refused:", error.message);
         throw new Error(t("xray.file.not_xray"));
       }
       ITT.setURL(queryOf(saved.request), true);
