@@ -1,6 +1,6 @@
 """Our traced translation against a real inference engine (CTranslate2) on the same weights.
 
-    python -m bench.engine [--checkpoint DIR] [--sentences 20] [--repeats 3] [--greedy-only]
+    python -m bench.engine [--checkpoint DIR] [--sentences 20] [--repeats 3] [--greedy-only | --beam-only]
                            [--before TREE]
 
 Converts the checkpoint to CTranslate2 float32 (``model/adapters/ct2.py``), then times, interleaved in one
@@ -21,24 +21,26 @@ for greedy and for beam 4, and prints p50/p90, the ratios to CTranslate2, whethe
 identical token for token, and (greedy) how many drafts our model accepted unchanged.
 
 ``--before TREE`` (a checkout of an earlier commit, e.g. ``git worktree add /tmp/before 4d45d7f``)
-adds that tree's decode step (its ``model/decoding.py`` and ``model/lean.py``) to the same
-interleaved loop: ``decode-before`` and ``trace-before`` (our trace with that step), and counts the
-beam searches whose trees (every node's score as a float) are identical before and after.
+adds that tree's whole model package to the same interleaved loop: a second process imports
+``TREE``'s ``model/`` (this file, run there as ``--worker``), loads the same checkpoint, and times
+its own ``Translator.trace`` and ``generate`` when asked, one sentence at a time between ours, so
+``trace-before`` and ``decode-before`` run on the same machine at the same moment (one waits while
+the other runs). It also counts the decodes whose trees (every node's score as a float) are
+identical before and after.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import json
+import os
+import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 
 import torch
 
-import model.translator
 from bench.common import machine, percentiles, sentences
 from model.adapters import ct2
 from model.decoding import DecodingOptions, generate
@@ -68,40 +70,45 @@ def floor(translator: Translator, drafter: ct2.Drafter, src: torch.Tensor,
     return translator.model.decode(torch.tensor([[BOS_ID, *tokens]]), memory, src)
 
 
-def earlier_decoding(tree: Path) -> ModuleType:
-    """``tree``'s model/decoding.py, stepping ``tree``'s model/lean.py (the rest is ours)."""
-    modules = {}
-    ours = sys.modules.get("model.lean")
-    try:
-        for name in ("lean", "decoding"):
-            spec = importlib.util.spec_from_file_location(f"before_{name}", tree / "model" / f"{name}.py")
-            modules[name] = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = modules[name]
-            if name == "lean":  # the earlier decoding imports its own lean step by this name
-                sys.modules["model.lean"] = modules[name]
-            spec.loader.exec_module(modules[name])
-    finally:
-        if ours is not None:
-            sys.modules["model.lean"] = ours
-    return modules["decoding"]
+class Before:
+    """An earlier tree's model package in a second process: ``run(path, text, options)`` has it
+    time its own ``trace`` or ``generate`` once and returns (ms, what it decoded)."""
+
+    def __init__(self, tree: Path, checkpoint: Path):
+        env = {**os.environ, "PYTHONPATH": str(tree.resolve())}
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--worker", "--checkpoint", str(checkpoint)],
+            cwd=tree, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+
+    def run(self, path: str, text: str, options: DecodingOptions) -> tuple[float, tuple]:
+        self.process.stdin.write(json.dumps({"path": path, "text": text, "options": vars(options)}) + "\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline())
+        return answer["ms"], (answer["tokens"], [tuple(node) for node in answer["nodes"]])
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
 
 
-@contextmanager
-def decoding_from(module: ModuleType):
-    """``Translator.trace`` decoding with ``module.generate`` for the duration."""
-    ours = model.translator.generate
-
-    def generate(*args, **kwargs):
-        result = module.generate(*args, **kwargs)
-        if not hasattr(result, "hypotheses"):  # a tree from before beam search ranked its own
-            result.hypotheses = []
-        return result
-
-    model.translator.generate = generate
-    try:
-        yield
-    finally:
-        model.translator.generate = ours
+def worker(checkpoint: Path) -> None:
+    """``--worker``: answer Before's requests with this process's ``model`` package."""
+    torch.set_num_threads(1)
+    translator = Translator.load(checkpoint)
+    for line in sys.stdin:
+        request = json.loads(line)
+        options = DecodingOptions(**request["options"])
+        src = torch.tensor([translator.source_ids(request["text"])])
+        started = time.perf_counter()
+        if request["path"] == "trace":
+            translator.trace(request["text"], options)
+            result = None
+        else:
+            result = generate(translator.model, src, options)
+        ms = (time.perf_counter() - started) * 1000
+        tokens, nodes = tree(result) if result is not None else ([], [])
+        print(json.dumps({"ms": ms, "tokens": tokens, "nodes": nodes}), flush=True)
 
 
 def tree(result) -> tuple:
@@ -110,7 +117,7 @@ def tree(result) -> tuple:
 
 
 def compare(translator: Translator, engine, texts: list[str], options: DecodingOptions,
-            repeats: int, before: ModuleType | None = None) -> dict:
+            repeats: int, before: Before | None = None) -> dict:
     """Every path on every sentence, interleaved (trace, translate, decode, ct2, trace, …)."""
     stepwise = Translator(translator.model, translator.english, translator.chinese)
     stepwise.set_drafter(None)
@@ -122,15 +129,9 @@ def compare(translator: Translator, engine, texts: list[str], options: DecodingO
         "decode": lambda text, src: generate(translator.model, src, options),
         "ct2": lambda text, src: ct2_decode(engine, translator, text, options),
     }
-    if before is not None:
-        old = before.DecodingOptions(**vars(options))
-
-        def trace_before(text, src):
-            with decoding_from(before):
-                return translator.trace(text, old)
-
-        paths["trace-before"] = trace_before
-        paths["decode-before"] = lambda text, src: before.generate(translator.model, src, old)
+    if before is not None:  # these time themselves in the earlier tree's process
+        paths["trace-before"] = lambda text, src: before.run("trace", text, options)
+        paths["decode-before"] = lambda text, src: before.run("decode", text, options)
     if options.strategy == "greedy" and drafter is not None:
         paths["draft"] = lambda text, src: drafter.propose(src[0].tolist(), [], options.max_len)
         paths["floor"] = lambda text, src: floor(translator, drafter, src, options)
@@ -142,7 +143,7 @@ def compare(translator: Translator, engine, texts: list[str], options: DecodingO
     for text in texts:
         src = torch.tensor([translator.source_ids(text)])
         if before is not None:
-            same_tree += tree(paths["decode"](text, src)) == tree(paths["decode-before"](text, src))
+            same_tree += tree(paths["decode"](text, src)) == paths["decode-before"](text, src)[1]
         output = translator.trace(text, options).target_ids
         identical += output == ct2_decode(engine, translator, text, options) == stepwise.trace(
             text, options).target_ids
@@ -151,8 +152,9 @@ def compare(translator: Translator, engine, texts: list[str], options: DecodingO
         for _ in range(repeats):
             for name, path in paths.items():
                 started = time.perf_counter()
-                path(text, src)
-                times[name].append((time.perf_counter() - started) * 1000)
+                answer = path(text, src)
+                ms = (time.perf_counter() - started) * 1000
+                times[name].append(answer[0] if name.endswith("-before") else ms)
     return {"identical": identical, "sentences": len(texts), "accepted": accepted,
             "same_tree": same_tree if before is not None else None,
             "stats": {name: percentiles(values) for name, values in times.items()}}
@@ -164,10 +166,15 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per sentence and path")
     parser.add_argument("--greedy-only", action="store_true", help="skip the two beam-4 comparisons")
+    parser.add_argument("--beam-only", action="store_true", help="skip greedy and beam 4 without a penalty")
     parser.add_argument("--before", type=Path, default=None,
-                        help="an earlier checkout whose decode step to time beside ours")
+                        help="an earlier checkout whose model package to time beside ours")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    before = earlier_decoding(args.before) if args.before else None
+    if args.worker:
+        worker(args.checkpoint)
+        return
+    before = Before(args.before, args.checkpoint) if args.before else None
 
     torch.set_num_threads(1)
     translator = Translator.load(args.checkpoint)
@@ -183,6 +190,8 @@ def main() -> None:
     ):
         if args.greedy_only and options.strategy != "greedy":
             continue
+        if args.beam_only and (options.strategy != "beam" or options.length_penalty == 0.0):
+            continue
         result = compare(translator, engine, texts, options, args.repeats, before)
         stats = result["stats"]
         base = stats["ct2"]
@@ -197,6 +206,8 @@ def main() -> None:
             print(f"  {name:<10} p50 {s['p50']:7.2f} ms  p90 {s['p90']:7.2f} ms   "
                   f"p50 {s['p50'] / base['p50']:4.2f}×  p90 {s['p90'] / base['p90']:4.2f}× "
                   "CTranslate2")
+    if before is not None:
+        before.close()
 
 
 if __name__ == "__main__":

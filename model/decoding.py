@@ -60,7 +60,7 @@ class DecodingOptions:
             raise ValueError("max_len must be between 1 and 256")
 
 
-@dataclass
+@dataclass(slots=True)  # a search makes hundreds: no __dict__ each
 class BeamNode:
     """One hypothesis at one step of beam search, for drawing the beam tree."""
 

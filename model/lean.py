@@ -1,24 +1,26 @@
-"""The cached decoder step: one new position per row, its keys and values kept in one KV cache.
+"""The cached decoder step: new positions per row, their keys and values kept in one KV cache.
 
-``model/transformer.py`` writes attention out step by step (raw, scaled, masked scores, weights)
-and can record every intermediate, because the pages explain exactly that; its ``decode`` runs the
-whole target prefix at once. Decoding one token at a time needs none of that, only the next
-token's logits, fast. ``CachedDecoder`` is the one decoder that does it, for every strategy
-(greedy, sampling, beam search, forcing, parts switched off, the /kv-cache race): the same weights,
-the same sublayers, computed with fewer, larger public PyTorch operations:
+``model/transformer.py`` is the model as the documents draw it; its ``decode`` runs the whole
+target prefix at once and serves training. ``CachedDecoder`` is the one decoder step for
+everything that decodes: greedy, sampling, beam search, forcing, parts switched off, the
+/kv-cache race, and the recorded replay a trace shows. It runs the same sublayers on the same
+weights, in one of two ways:
 
-- Q, K and V of the masked self-attention come from one fused product, every product is
-  ``addmm(bias, x, Wᵀ)`` on a transposed copy of the weights made once per model (the layout
-  a CPU streams fastest for the one to few rows a step has);
-- keys and values are written into one KV cache allocated once for the whole translation (no
-  ``torch.cat`` per step), and the cross-attention's K and V are projected from the encoder
-  output once;
-- attention is PyTorch's fused ``scaled_dot_product_attention`` (softmax(QKᵀ/√d_k)·V in one call).
+- **decoding** (nothing recorded): fewer, larger public PyTorch operations. Q, K and V of the
+  masked self-attention come from one fused product, every product is ``addmm(bias, x, Wᵀ)`` on a
+  transposed copy of the weights made once per model (the layout a CPU streams fastest for the
+  one to few rows a step has; <pad> and <bos> are -inf in the output's bias, so their logits come
+  out -inf with no second pass), and attention is PyTorch's fused ``scaled_dot_product_attention``;
+- **recording** (``step(…, record=)``, the replay of a chosen translation): each product is the
+  layer's own ``nn.Linear`` and attention is ``model/transformer.py``'s written-out
+  softmax(QKᵀ/√d_k)·V, so the record holds exactly what ``Transformer.decode(record=)`` would
+  (tensor for tensor: ``tests/model/test_lean.py``), in the layout ``model/explain/record.py`` reads.
 
-Each layer's step runs through that layer's module call (``DecoderLayer(…, cached=step)``), so
-what hangs on the layer, such as the server's cancellation hook, runs at every step. The numbers
-the pages show still come from the written-out model (``Translator.trace`` replays the chosen
-tokens through it); the tests check that both give the same tokens and logits to 1e-5.
+Either way keys and values are written into one KV cache allocated once for the whole
+translation (no ``torch.cat`` per step), and the cross-attention's K and V are projected from the
+encoder output once. Each layer's step runs through that layer's module call
+(``DecoderLayer(…, cached=step)``), so what hangs on the layer, such as the server's cancellation
+hook, runs at every step.
 """
 
 from __future__ import annotations
@@ -32,9 +34,18 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from model.transformer import NEVER_GENERATED, PAD_ID, Ablation, LayerOff, Transformer, padding_mask
+from model.transformer import (
+    NEVER_GENERATED,
+    PAD_ID,
+    Ablation,
+    LayerOff,
+    Transformer,
+    padding_mask,
+    scaled_dot_product_attention,
+)
 
-# Shapes: B rows (hypotheses), H heads, K head dim, D d_model, C cache capacity, S source length
+# Shapes: B rows (hypotheses), T new positions per row, H heads, K head dim, D d_model,
+# C cache capacity, S source length, V vocabulary
 
 
 class _Projection:
@@ -52,7 +63,7 @@ class _Projection:
 
 @dataclass
 class _LayerWeights:
-    layer: nn.Module  # the DecoderLayer these weights come from
+    layer: nn.Module  # the DecoderLayer these weights come from (recording calls its own modules)
     qkv: _Projection  # masked self-attention: W_q, W_k, W_v side by side
     out: _Projection  # its W_o
     cross_q: _Projection
@@ -60,7 +71,7 @@ class _LayerWeights:
     ffn1: _Projection
     activate: Callable[[Tensor], Tensor]  # the FFN's non-linearity (ReLU here, SiLU in Marian)
     ffn2: _Projection
-    norms: tuple[nn.LayerNorm, nn.LayerNorm, nn.LayerNorm]
+    norms: tuple[tuple, tuple, tuple]  # each Add & Norm's torch.layer_norm arguments after x
 
 
 class _Weights:
@@ -73,14 +84,16 @@ class _Weights:
         self.layers = []
         for layer in model.decoder_layers:
             own, cross, ffn = layer.self_attention, layer.cross_attention, layer.ffn
+            norms = (layer.add_norm1.norm, layer.add_norm2.norm, layer.add_norm3.norm)
             self.layers.append(_LayerWeights(
                 layer=layer, qkv=_Projection(own.w_q, own.w_k, own.w_v), out=_Projection(own.w_o),
                 cross_q=_Projection(cross.w_q), cross_out=_Projection(cross.w_o),
                 ffn1=_Projection(ffn.linear1), activate=ffn.activate, ffn2=_Projection(ffn.linear2),
-                norms=(layer.add_norm1.norm, layer.add_norm2.norm, layer.add_norm3.norm),
+                norms=tuple((n.normalized_shape, n.weight, n.bias, n.eps) for n in norms),
             ))
         self.output = _Projection(model.output)
-        self.never_generated = torch.tensor(NEVER_GENERATED)  # ids whose logit decoding sets to -inf
+        # what mask_special does to the logits, done by the bias: -inf + any finite sum is -inf
+        self.output.bias[list(NEVER_GENERATED)] = float("-inf")
 
 
 def _versions(parameters: list[nn.Parameter]) -> list[int]:
@@ -109,7 +122,7 @@ class LayerCache:
 
 
 class CachedDecoder:
-    """Feeds the decoder one token per row at a time with a preallocated KV cache; records nothing.
+    """Feeds the decoder new tokens per row with a preallocated KV cache.
 
     ``ablation`` switches the decoder's parts off at every step, as ``Transformer.decode`` does
     (the encoder's part is in ``memory`` already).
@@ -121,7 +134,7 @@ class CachedDecoder:
         self.model = model
         self.weights = _weights(model)
         self.heads, self.d_head, self.d_model = config.n_heads, config.d_head, config.d_model
-        self.memory = memory
+        self.src_ids, self.memory, self.ablation = src_ids, memory, ablation
         self.capacity = capacity
         self.length = 0  # positions already in the cache
         self.offs: list[LayerOff | None] = [
@@ -148,7 +161,10 @@ class CachedDecoder:
         ]
         self._expanded: dict[int, list[tuple[Tensor, Tensor]]] = {}  # self.cross for B rows
         self._steps = [partial(self._layer_step, index) for index in range(len(self.cross))]
-        self._rows_cross = self.cross  # the cross K/V of the step in progress
+        # the step in progress: its rows' cross K/V, its shape (B, T) and what it records
+        self._rows_cross = self.cross
+        self._shape = (src_ids.size(0), 1)
+        self._record: list[dict] | None = None
 
     @property
     def caches(self) -> list[LayerCache]:
@@ -173,87 +189,128 @@ class CachedDecoder:
             ]
         return expanded
 
-    def _embed(self, ids: Tensor, start: int) -> Tensor:
-        """Scaled token vectors plus positions ``start``… for ids (B,) or (B, T)."""
-        embedding = self.model.tgt_embedding
-        y = F.embedding(ids, embedding.tokens.weight) * embedding.scale
-        if not self.positions:
-            return y
-        if ids.dim() == 1:
-            return y + embedding.positions[start]
-        return y + embedding.positions[start : start + ids.size(1)]
-
-    def _logits(self, y: Tensor) -> Tensor:
-        """The output projection, <pad> and <bos> masked in place (what ``mask_special`` gives)."""
-        return self.weights.output(y).index_fill_(-1, self.weights.never_generated, float("-inf"))
-
-    def step(self, new_ids: Tensor) -> Tensor:
-        """Append ``new_ids`` (B,) and return the logits for the next position (B, V)."""
-        if self.length >= self.capacity:
+    def step(self, new_ids: Tensor, record: dict | None = None) -> Tensor:
+        """Append ``new_ids`` (B,) or (B, T) and return the logits for the position after each
+        (B, V) or (B, T, V), <pad> and <bos> at -inf. ``record`` (a dict) receives what
+        ``Transformer.decode(record=)`` records, computed exactly as it computes it."""
+        rows = new_ids.size(0)
+        new = 1 if new_ids.dim() == 1 else new_ids.size(1)
+        start = self.length
+        if start + new > self.capacity:
             raise ValueError(f"the KV cache holds {self.capacity} positions")
-        y = self._embed(new_ids, self.length)  # (B, D): one new position per row
-        self._rows_cross = self._cross_for(y.size(0))
-        for layer, step, off in zip(self.model.decoder_layers, self._steps, self.offs, strict=True):
-            y = layer(y, None, None, None, off=off, cached=step)
-        self.length += 1
-        return self._logits(y)
+        embedding = self.model.tgt_embedding
+        token = F.embedding(new_ids, embedding.tokens.weight) * embedding.scale
+        positions = embedding.positions
+        position = positions[start] if new_ids.dim() == 1 else positions[start : start + new]
+        y = token + position if self.positions else token  # (B, D) or (B, T, D)
+        if record is not None:
+            position = position if self.positions else torch.zeros_like(position)
+            record["embedding"] = {"token": token, "position": position.expand_as(token), "sum": y}
+            self._record = record.setdefault("layers", [{} for _ in self.cross])
+        self._rows_cross = self._cross_for(rows)
+        self._shape = (rows, new)
+        # decoding: every new position a row of one matrix (B·T, D); recording: (B, T, D), as the
+        # written-out decoder records them (and so that autograd reaches what is recorded)
+        y = y.reshape(rows * new, self.d_model) if record is None else y.view(rows, new, self.d_model)
+        try:
+            for layer, step, off in zip(self.model.decoder_layers, self._steps, self.offs, strict=True):
+                y = layer(y, None, None, None, off=off, cached=step)
+        finally:
+            self._record = None
+        self.length += new
+        if record is None:
+            logits = self.weights.output(y)
+        else:
+            record["final"] = y
+            record["logits"] = self.model.output(y)
+            logits = record["logits"].index_fill(-1, torch.tensor(NEVER_GENERATED), float("-inf"))
+        return logits.view(rows, -1) if new_ids.dim() == 1 else logits.view(rows, new, -1)
 
     def _layer_step(self, index: int, y: Tensor, off: LayerOff | None) -> Tensor:
-        """Decoder layer ``index`` for one new position per row (B, D), through the KV cache."""
+        """Decoder layer ``index`` for the step's new positions (B·T, D), or (B, T, D) when
+        recording, through the KV cache."""
         weights, kv = self.weights.layers[index], self.kv[index]  # kv: (2, B, H, C, K)
-        cross_keys, cross_values = self._rows_cross[index]
-        batch, heads, d_head, d_model = y.size(0), self.heads, self.d_head, self.d_model
-        position = self.length
+        record = None if self._record is None else self._record[index]
+        layer = weights.layer
+        (batch, new), heads, d_head = self._shape, self.heads, self.d_head
+        start, end = self.length, self.length + new
         norm1, norm2, norm3 = weights.norms
-        qkv = weights.qkv(y).view(batch, 3, heads, d_head)
-        kv.select(3, position).copy_(qkv[:, 1:].transpose(0, 1))  # K and V: (2, B, H, K)
-        keys, values = kv.narrow(3, 0, position + 1).unbind(0)
-        attended = F.scaled_dot_product_attention(qkv.select(1, 0).unsqueeze(2), keys, values)
-        attended = _heads_off(off, "self_attention", attended)  # (B, H, 1, K)
-        y = _layer_norm(y + _output(off, "self_attention", weights.out(attended.view(batch, d_model))),
-                        norm1)
-        crossed = F.scaled_dot_product_attention(
-            weights.cross_q(y).view(batch, heads, 1, d_head), cross_keys, cross_values,
-            attn_mask=self.src_mask,
-        )
-        crossed = _heads_off(off, "cross_attention", crossed).view(batch, d_model)
-        y = _layer_norm(y + _output(off, "cross_attention", weights.cross_out(crossed)), norm2)
-        ffn = weights.ffn2(weights.activate(weights.ffn1(y)))
-        return _layer_norm(y + _output(off, "ffn", ffn), norm3)
+        # masked self-attention: the new keys and values go into the cache, the queries attend to
+        # every position so far
+        if record is None:
+            qkv = weights.qkv(y).view(batch, new, 3, heads, d_head)
+            kv.narrow(3, start, new).copy_(qkv[:, :, 1:].permute(2, 0, 3, 1, 4))  # (2, B, H, T, K)
+            query = qkv[:, :, 0].transpose(1, 2)  # (B, H, T, K)
+            keys, values = kv.narrow(3, 0, end).unbind(0)
+        else:
+            own = layer.self_attention
+            query, k, v = (self._rows(linear(y)) for linear in (own.w_q, own.w_k, own.w_v))
+            kv[0].narrow(2, start, new).copy_(k)
+            kv[1].narrow(2, start, new).copy_(v)
+            # from an empty cache the keys are the ones just computed: attending to them, not to
+            # the cache, keeps autograd's graph (gradient flow) clear of the buffer written in place
+            keys, values = (k, v) if start == 0 else kv.narrow(3, 0, end).unbind(0)
+        mask = None if new == 1 else _later_blocked(start, new, y.device)  # a row sees its past
+        attended = self._attend(query, keys, values, mask, _part(record, "self_attention"))
+        y = self._add_norm(y, self._merge(off, "self_attention", attended, y.shape,
+                                          weights.out, layer.self_attention.w_o, record),
+                           off, "self_attention", norm1, record)
+        # cross-attention to the source, whose keys and values were projected once
+        cross_keys, cross_values = self._rows_cross[index]
+        query = self._rows(weights.cross_q(y) if record is None else layer.cross_attention.w_q(y))
+        crossed = self._attend(query, cross_keys, cross_values, self.src_mask,
+                               _part(record, "cross_attention"))
+        y = self._add_norm(y, self._merge(off, "cross_attention", crossed, y.shape,
+                                          weights.cross_out, layer.cross_attention.w_o, record),
+                           off, "cross_attention", norm2, record)
+        # position-wise feed-forward
+        if record is None:
+            ffn = weights.ffn2(weights.activate(weights.ffn1(y)))
+        else:
+            hidden = layer.ffn.activate(layer.ffn.linear1(y))
+            _part(record, "ffn")["hidden"] = hidden
+            ffn = layer.ffn.linear2(hidden)
+        return self._add_norm(y, ffn, off, "ffn", norm3, record)
+
+    def _rows(self, x: Tensor) -> Tensor:
+        """(B·T, D) or (B, T, D) → (B, H, T, K) for the step in progress."""
+        batch, new = self._shape
+        return x.view(batch, new, self.heads, self.d_head).transpose(1, 2)
+
+    @staticmethod
+    def _attend(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
+                record: dict | None) -> Tensor:
+        """softmax(QKᵀ/√d_k, masked)·V per head (B, H, T, K): fused, or written out and recorded."""
+        if record is None:
+            return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask)
+        return scaled_dot_product_attention(query, keys, values, mask, record)[0]
+
+    def _merge(self, off: LayerOff | None, sublayer: str, heads: Tensor, shape: torch.Size,
+               fused: _Projection, linear: nn.Linear, record: dict | None) -> Tensor:
+        """The heads (B, H, T, K), those ``off`` switches off replaced, concatenated and
+        projected by W_O: ``shape``, the layer input's."""
+        heads = _heads_off(off, sublayer, heads)
+        merged = heads.transpose(1, 2).reshape(shape)
+        return fused(merged) if record is None else linear(merged)
+
+    def _add_norm(self, y: Tensor, output: Tensor, off: LayerOff | None, sublayer: str,
+                  norm: tuple, record: dict | None) -> Tensor:
+        """LayerNorm(y + what the sublayer adds), recorded as ``AddNorm`` records it."""
+        output = _output(off, sublayer, output)
+        summed = y + output
+        normed = torch.layer_norm(summed, *norm)
+        if record is not None:
+            _part(record, f"{sublayer}_add_norm").update(
+                residual=y, sublayer=output, sum=summed, normed=normed)
+        return normed
 
     def step_without_cache(self, prefix: Tensor) -> Tensor:
         """The next position's logits (B, V) for the whole ``prefix`` (B, T), recomputing every
         position's keys and values (the cross-attention's too) as a decoder without a KV cache
-        must: the same arithmetic as ``step``, so the /kv-cache race compares the cache alone.
+        must: the same step from an empty cache, so the /kv-cache race compares the cache alone.
         """
-        batch, length = prefix.shape
-        y = self._embed(prefix, 0).reshape(batch * length, self.d_model)  # every position: one matrix
-        for index, (layer, off) in enumerate(zip(self.model.decoder_layers, self.offs, strict=True)):
-            y = layer(y, None, None, None, off=off,
-                      cached=partial(self._layer_without_cache, index, batch, length))
-        return self._logits(y.view(batch, length, self.d_model)[:, -1])
-
-    def _layer_without_cache(self, index: int, batch: int, length: int, y: Tensor,
-                             off: LayerOff | None) -> Tensor:
-        """Decoder layer ``index`` over every position (B·T, D), keys and values recomputed."""
-        weights = self.weights.layers[index]
-        cross = weights.layer.cross_attention
-        norm1, norm2, norm3 = weights.norms
-        rows, d_model = y.size(0), self.d_model
-        q, k, v = (weights.qkv(y).view(batch, length, 3, self.heads, self.d_head)
-                   .permute(2, 0, 3, 1, 4))  # each (B, H, T, K)
-        attended = _heads_off(off, "self_attention",
-                              F.scaled_dot_product_attention(q, k, v, is_causal=True))
-        y = norm1(y + _output(off, "self_attention",
-                              weights.out(attended.transpose(1, 2).reshape(rows, d_model))))
-        crossed = F.scaled_dot_product_attention(
-            self._heads(weights.cross_q(y).view(batch, length, d_model)),
-            self._heads(cross.w_k(self.memory)), self._heads(cross.w_v(self.memory)),
-            attn_mask=self.src_mask,
-        )
-        crossed = _heads_off(off, "cross_attention", crossed).transpose(1, 2).reshape(rows, d_model)
-        y = norm2(y + _output(off, "cross_attention", weights.cross_out(crossed)))
-        return norm3(y + _output(off, "ffn", weights.ffn2(weights.activate(weights.ffn1(y)))))
+        fresh = CachedDecoder(self.model, self.src_ids, self.memory, prefix.size(1), self.ablation)
+        return fresh.step(prefix)[:, -1]
 
     def reorder(self, indices: Tensor) -> None:
         """Keep only the hypotheses at ``indices`` (beam search): rows may repeat or vanish.
@@ -261,21 +318,35 @@ class CachedDecoder:
         The kept rows' filled positions are gathered into the spare buffer, which then becomes the
         cache (the old one the spare): two buffers for a whole search, none allocated per step. So a
         view of ``kv`` or ``caches`` taken before the previous reorder is overwritten by this one.
+        When every row stays where it is, nothing moves.
         """
         rows = len(indices)
-        spare = self._spare
-        if spare is None or spare.size(2) < rows:
-            spare = self.kv.new_empty((*self.kv.shape[:2], rows, *self.kv.shape[3:]))
-        kept = spare[:, :, :rows]
-        kept[:, :, :, :, : self.length] = torch.index_select(
-            self.kv[:, :, :, :, : self.length], 2, indices
-        )
-        self._spare, self._buffer, self.kv = self._buffer, spare, kept
+        if rows <= self.kv.size(2) and indices.tolist() == list(range(rows)):
+            self.kv = self.kv[:, :, :rows]
+        else:
+            spare = self._spare
+            if spare is None or spare.size(2) < rows:
+                spare = self.kv.new_empty((*self.kv.shape[:2], rows, *self.kv.shape[3:]))
+            kept = spare[:, :, :rows]
+            kept[:, :, :, :, : self.length] = torch.index_select(
+                self.kv[:, :, :, :, : self.length], 2, indices
+            )
+            self._spare, self._buffer, self.kv = self._buffer, spare, kept
         if self.cross[0][0].size(0) > 1:  # one source per row: the rows move with their source
             self.cross = [(keys[indices], values[indices]) for keys, values in self.cross]
             self._expanded.clear()
             if self.src_mask is not None:
                 self.src_mask = self.src_mask[indices]
+
+
+def _later_blocked(start: int, new: int, device: torch.device) -> Tensor:
+    """(T, start + T): new position t may attend to positions 0…start + t (True), not later ones."""
+    return torch.ones(new, start + new, dtype=torch.bool, device=device).tril(start)
+
+
+def _part(record: dict | None, name: str) -> dict | None:
+    """The sublayer ``name``'s entry in a layer's record (as ``DecoderLayer`` names them)."""
+    return None if record is None else record.setdefault(name, {})
 
 
 def _heads_off(off: LayerOff | None, sublayer: str, heads: Tensor) -> Tensor:
@@ -288,8 +359,3 @@ def _heads_off(off: LayerOff | None, sublayer: str, heads: Tensor) -> Tensor:
 
 def _output(off: LayerOff | None, sublayer: str, output: Tensor) -> Tensor:
     return output if off is None else off.output(sublayer, output)
-
-
-def _layer_norm(x: Tensor, norm: nn.LayerNorm) -> Tensor:
-    """``norm(x)`` without the module call (the same ``torch.layer_norm``)."""
-    return torch.layer_norm(x, norm.normalized_shape, norm.weight, norm.bias, norm.eps)

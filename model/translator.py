@@ -40,6 +40,7 @@ from model.explain.trace import (
     entropy_per_row,
     shown_hypotheses,
 )
+from model.lean import CachedDecoder
 from model.tokenizer import MAX_SOURCE_TOKENS, ChineseTokenizer, EnglishTokenizer
 from model.transformer import (
     BOS_ID,
@@ -341,13 +342,16 @@ class Translator:
     def _replay(
         self, result: DecodeResult, memory: torch.Tensor, src: torch.Tensor, record: bool
     ) -> tuple[torch.Tensor, dict]:
-        """The decoder teacher-forced on ``result``'s tokens: masked logits (T, V) and its record."""
+        """The decoder teacher-forced on ``result``'s tokens: masked logits (T, V) and its record.
+
+        One step of the cached decoder feeds every position at once, recording, so that it computes
+        each number as ``Transformer.decode`` writes it out (``model/lean.py``); without ``record``
+        the record is dropped, not skipped, so ``translate`` shows the trace's numbers."""
         decoder_ids, _ = _replay_positions(result)
         decoder_record: dict = {}
-        logits = self.model.decode(
-            torch.tensor([decoder_ids]), memory, src, record=decoder_record if record else None
-        )[0]
-        return mask_special(logits), decoder_record
+        decoder = CachedDecoder(self.model, src, memory, capacity=len(decoder_ids))
+        logits = decoder.step(torch.tensor([decoder_ids]), record=decoder_record)
+        return logits[0], decoder_record if record else {}
 
     def drafter(self) -> Drafter | None:
         """The CTranslate2 drafter for greedy decoding, built on first use (under a second); None

@@ -30,6 +30,7 @@ from torch import Tensor
 
 from model.decoding import mask_special
 from model.explain.trace import SAMPLE_DIMS, _round, add_norm_stats, embedding_data, ffn_stats, heads
+from model.lean import CachedDecoder
 from model.transformer import Transformer
 
 if TYPE_CHECKING:
@@ -114,13 +115,15 @@ class RecordedPass:
     def run(cls, model: Transformer, source_ids: list[int], decoder_ids: list[int],
             grad: bool = False) -> RecordedPass:
         """Encode ``source_ids`` and decode ``decoder_ids`` teacher-forced, recording everything
-        (with ``grad``, inside autograd, so gradients can be taken at any recorded tensor)."""
+        (with ``grad``, inside autograd, so gradients can be taken at any recorded tensor): the
+        decoder as a trace replays it, one step of the cached decoder fed every position."""
         encoder: dict = {}
         decoder: dict = {}
         with torch.enable_grad() if grad else torch.inference_mode():
             src = torch.tensor([source_ids])
             memory = model.encode(src, record=encoder)
-            model.decode(torch.tensor([decoder_ids]), memory, src, record=decoder)
+            CachedDecoder(model, src, memory, capacity=len(decoder_ids)).step(
+                torch.tensor([decoder_ids]), record=decoder)
         return cls(encoder, decoder)
 
     def _side(self, side: Side) -> dict:

@@ -189,6 +189,43 @@ def test_parts_switched_off_give_the_written_out_logits(model, ablation):
                 == written_out_generate(model, src, options, ablation=ablation).tokens)
 
 
+def _flat(record, name=""):
+    """A nested record as {path: tensor}, in the order it was written."""
+    if isinstance(record, dict):
+        return {path: t for key, value in record.items() for path, t in _flat(value, f"{name}/{key}").items()}
+    if isinstance(record, list):
+        return {path: t for i, value in enumerate(record) for path, t in _flat(value, f"{name}/{i}").items()}
+    return {name: record}
+
+
+@pytest.mark.parametrize("ablation", [None, *ABLATIONS],
+                         ids=["plain", "heads", "sublayers", "positions", "mean"])
+def test_a_recorded_step_records_what_the_written_out_decoder_records(model, ablation):
+    """The trace's replay runs on the cached step: fed a whole translation at once with
+    ``record=``, it records every tensor ``Transformer.decode(record=)`` records, in the same layout,
+    equal to the last bit (not close), and returns the same logits, <pad> and <bos> masked."""
+    src = torch.tensor([[5, 9, 12, 7, 2]])
+    ids = torch.tensor([[BOS_ID, 4, 7, 9, 11, 6, 3]])
+    with torch.inference_mode():
+        memory = model.encode(src, ablation=ablation)
+        expected: dict = {}
+        logits = decoding.mask_special(model.decode(ids, memory, src, record=expected, ablation=ablation))
+        recorded: dict = {}
+        lean = CachedDecoder(model, src, memory, capacity=ids.size(1), ablation=ablation)
+        assert torch.equal(lean.step(ids, record=recorded), logits)
+    expected, recorded = _flat(expected), _flat(recorded)
+    assert list(recorded) == list(expected)
+    for path, tensor in expected.items():
+        assert recorded[path].shape == tensor.shape, path
+        assert torch.equal(recorded[path], tensor), path
+    # and it filled the cache as stepping one position at a time does
+    with torch.inference_mode():
+        stepped = CachedDecoder(model, src, memory, capacity=ids.size(1), ablation=ablation)
+        for position in range(ids.size(1)):
+            stepped.step(ids[:, position])
+        torch.testing.assert_close(stepped.kv, lean.kv, atol=1e-5, rtol=0)
+
+
 def test_no_private_pytorch_api():
     """The model and the app use PyTorch's public API only (no ``torch.ops``, ``torch._C`` or a
     module's private hook tables)."""
