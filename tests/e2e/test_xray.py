@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import shot
+from tests.e2e.conftest import SHIPPED_TRANSLATIONS, shot
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.e2e
@@ -200,12 +200,26 @@ def test_xray_block_numbers_are_the_models(server):
 # -- the page ----------------------------------------------------------------------------------
 
 
+# what one frame of the player shows: the same reads as where(), active() and the rows' text
+FRAME_SHOWN = """() => {
+    const texts = (selector) => [...document.querySelectorAll(selector)].map((e) => e.textContent);
+    return {
+        where: document.getElementById("xr-where").textContent,
+        narration: document.getElementById("xr-narration").textContent,
+        lit: [...document.querySelectorAll(".xr-row.xr-active")].map((r) => r.dataset.key),
+        chosen: texts('.xr-row[data-key="dec-chosen"] .xr-outrow span'),
+        visible: texts('.xr-row[data-key="dec-tokens"] .xr-token:not(.xr-hidden)'),
+    };
+}"""
+
+
 def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
     """Every frame in the model's order: the encoder layer by layer, then at each step the new
     token's embedding, decoder layer 1's six blocks, layer 2's, layer 3's, the output. Only the
     block computing is lit, and the player and narration name its layer."""
     trace = api(server, "/api/trace", {"text": SEED})
     steps = trace["steps"]
+    assert [s["token"] for s in steps] == [*SHIPPED_TRANSLATIONS[SEED], "<eos>"]  # 猫坐在垫子上。
     total = ENC_SUBS + DEC_SUBS * len(steps)
     open_page(page, server)
     assert page.locator("#xr-scrub").get_attribute("max") == str(total - 1)
@@ -215,11 +229,10 @@ def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
     for frame in range(total):
         if frame:
             page.keyboard.press("ArrowRight")
-        text = where(page)
-        narration = page.locator("#xr-narration").text_content()
+        shown = page.evaluate(FRAME_SHOWN)  # one round trip a frame: ~200 frames
+        text, narration, lit = shown["where"], shown["narration"], shown["lit"]
         assert narration.strip() and narration not in seen, (frame, narration)
         seen.add(narration)
-        lit = active(page)
         if frame < ENC_SUBS:
             assert f"sub-step {frame + 1} of {ENC_SUBS}" in text
             if frame < 2:
@@ -232,7 +245,7 @@ def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
             continue
         t, sub = divmod(frame - ENC_SUBS, DEC_SUBS)
         assert f"Time step {t + 1} of {len(steps)}" in text and f"sub-step {sub + 1} of {DEC_SUBS}" in text
-        chosen = page.locator('.xr-row[data-key="dec-chosen"] .xr-outrow span').all_text_contents()
+        chosen = shown["chosen"]
         if sub == DEC_SUBS - 1:  # linear + softmax picks the character, which reaches the output
             assert sorted(lit) == ["dec-chosen", "dec-output"]
             assert chosen == [s["token"] for s in steps[: t + 1]]
@@ -247,8 +260,7 @@ def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
             assert lit == [f"d-{layer}-{DEC_BLOCKS[block]}"], (frame, lit)  # one block of one layer
             assert f"Decoder layer {layer + 1} of {DEC_LAYERS}" in text
             assert narration.startswith(f"Decoder layer {layer + 1}")
-        visible = page.locator('.xr-row[data-key="dec-tokens"] .xr-token:not(.xr-hidden)')
-        assert visible.all_text_contents() == trace["decoder_input"][: t + 1]
+        assert shown["visible"] == trace["decoder_input"][: t + 1]
     assert page.locator("#xr-next").is_disabled()
     # play, pause, Home, End, speed, the scrubber
     page.keyboard.press("Home")
