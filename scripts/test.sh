@@ -10,11 +10,13 @@ PIP=(python -m pip --disable-pip-version-check)
 "${PIP[@]}" install --quiet --retries 1 --require-hashes -r requirements-dev.lock
 "${PIP[@]}" install --quiet --no-deps --no-build-isolation -e ".[dev]"
 
-# Chromium for the browser tests, and a Chinese font so screenshots show the characters.
-if [ ! -x /usr/bin/chromium ] || ! fc-list 2>/dev/null | grep -qi "wenquanyi\|wqy"; then
+# Chromium for the browser tests, a Chinese font so screenshots show the characters, and nginx
+# for the scale-out test (tests/prod/test_nginx.py runs docs/deploy.md's configuration).
+if [ ! -x /usr/bin/chromium ] || ! fc-list 2>/dev/null | grep -qi "wenquanyi\|wqy" \
+        || { ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; }; then
     if [ "$(id -u)" = "0" ]; then SUDO=""; else SUDO="sudo"; fi
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver fonts-wqy-microhei >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver fonts-wqy-microhei nginx >/dev/null
 fi
 
 python -m ruff check .
