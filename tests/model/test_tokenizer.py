@@ -61,8 +61,10 @@ def test_training_learns_the_same_pieces_whatever_the_hash_seed():
     import subprocess
     import sys
 
-    runs = [subprocess.run([sys.executable, "-c", PIECES], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")]
+    processes = [subprocess.Popen([sys.executable, "-c", PIECES], stdout=subprocess.PIPE, text=True,
+                                  env={**os.environ, "PYTHONHASHSEED": seed}) for seed in ("1", "2")]
+    runs = [process.communicate(timeout=300)[0] for process in processes]  # both at once
+    assert [process.returncode for process in processes] == [0, 0]
     assert runs[0] == runs[1] and '"##ing"' in runs[0]
 
 
