@@ -419,10 +419,8 @@ def test_the_whole_training_spans_every_stage_on_one_axis():
     assert [a.get("xshift", 0) for a in numbers] == [0, -6, 6]
 
 
-def test_the_shipped_history_reaches_back_to_random_weights(app_client):
-    from model.translator import Translator
-
-    history = Translator.load().history
+def test_the_shipped_history_reaches_back_to_random_weights(shipped_translator):
+    history = shipped_translator.history
     first = history["earlier_stages"][0]
     assert not first.get("init") and first["epochs"][0]["epoch"] == 1
     assert first["steps"][0]["step"] == 1

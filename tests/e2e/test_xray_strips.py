@@ -93,12 +93,12 @@ def check(client: TestClient, bodies: list[dict]) -> int:
     return compared
 
 
-def test_the_browser_decodes_every_strip_code_exactly_on_the_shipped_model():
+def test_the_browser_decodes_every_strip_code_exactly_on_the_shipped_model(shipped_translator):
     bodies = [{"text": text, **options}
               for text in (*sentences(5, 2, offset=31_000), *sentences(40, 1, offset=31_100),
                            "The cat sits on the mat.")
               for options in ({}, {"strategy": "beam", "beam_size": 4}, {"forced_prefix": ["我"]})]
-    with TestClient(create_app(Settings(access_log=False))) as client:
+    with TestClient(create_app(Settings(access_log=False), translator=shipped_translator)) as client:
         assert check(client, bodies) > 1_000_000
 
 
@@ -108,11 +108,9 @@ def test_the_browser_decodes_every_strip_code_exactly_on_a_marian_model(tiny_mar
         assert check(client, bodies) > 0
 
 
-def test_a_view_packed_before_the_corrections_still_decodes():
+def test_a_view_packed_before_the_corrections_still_decodes(shipped_translator):
     """Saved x-rays hold the packed answer as it came: one without corrections decodes as before."""
-    from model.translator import Translator
-
-    translator = Translator.load()
+    translator = shipped_translator
     trace = translator.trace("Where is the station?")
     vocabulary = translator.chinese.vocabulary
     plain = (xray.view(trace, vocabulary), xray.decoder_strips_view(trace))  # no model: plain codes
@@ -125,12 +123,10 @@ def test_a_view_packed_before_the_corrections_still_decodes():
     assert len(gzip.compress(coded[1])) < len(gzip.compress(plain[1]))
 
 
-def test_a_view_saved_with_the_decoder_strips_inside_still_decodes():
+def test_a_view_saved_with_the_decoder_strips_inside_still_decodes(shipped_translator):
     """Until the decoder's strips went apart, a saved x-ray's view held them: such a view (both
     answers' arrays packed in one) decodes to the same strips without a second answer."""
-    from model.translator import Translator
-
-    translator = Translator.load()
+    translator = shipped_translator
     trace = translator.trace("Where is the station?")
     view = xray.view(trace, translator.chinese.vocabulary, model=translator.model)
     strips = xray.decoder_strips_view(trace, translator.model)
