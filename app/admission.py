@@ -245,12 +245,11 @@ class Admission:
         when it cannot fit without taking more than its route's share. A new request must also
         leave room for every appointment; one that comes back at its appointment may go past
         ``max_queue`` (up to twice it): its place was kept."""
-        if not claim.appointed and not self._keeps_appointments(claim, now):
-            return None
         if not self.claims:  # nothing ahead: only a call measured too slow for its time is refused
             remaining = claim.deadline - now - claim.slack()
             known = self.costs.measured(claim.first_kind)
-            return [] if known is None or known.mean <= remaining else None
+            fits = known is None or known.mean <= remaining
+            return [] if fits and self._keeps_appointments(claim, now, []) else None
         limit = self.max_queue * (2 if claim.appointed else 1)
         victims: list[Claim] = []
         while len(self.claims) - len(victims) >= limit or self._late(now, claim, victims):
@@ -261,11 +260,14 @@ class Admission:
         return victims
 
     def _late(self, now: float, claim: Claim, victims: list[Claim]) -> bool:
-        """Whether admitting ``claim`` leaves a new request late: any, or, for a request that
-        came back at its appointment, itself (the ones admitted while it was away and pushed
-        late by it are refused instead, and told when to come back)."""
+        """Whether admitting ``claim`` (less ``victims``) leaves a new request late or breaks an
+        appointment; for a request that came back at its appointment, only whether it is late
+        itself (the ones admitted while it was away and pushed late by it are refused instead,
+        and told when to come back)."""
         late = self.misses(now, claim, victims)
-        return claim in late if claim.appointed else bool(late)
+        if claim.appointed:
+            return claim in late
+        return bool(late) or not self._keeps_appointments(claim, now, victims)
 
     def _victim(self, claim: Claim, now: float, taken: list[Claim]) -> Claim | None:
         """Fair shares in a burst: the newest request of the route with the largest share of
@@ -347,21 +349,20 @@ class Admission:
         return next((a for a in self.appointments
                      if a.key == key and a.at - EARLY_S <= now <= a.at + LATE_S), None)
 
-    def _admitted_until(self, now: float, extra: Claim | None = None) -> tuple[float, float]:
-        """When the work admitted (and ``extra``) is expected to be done, and the variance of
-        that sum."""
-        claims = [*self.claims.values(), *([extra] if extra is not None else [])]
-        needs = [self.need(c, now) for c in claims]
-        return now + sum(mean for mean, _ in needs), sum(dev * dev for _, dev in needs)
+    def _admitted_until(self, now: float, extra: Claim | None = None,
+                        without: list[Claim] = ()) -> float:
+        """When the work admitted (and ``extra``, less ``without``) is expected to be done."""
+        claims = [c for c in self.claims.values() if c not in without]
+        claims += [extra] if extra is not None else []
+        return now + sum(self.need(c, now)[0] for c in claims)
 
-    def _keeps_appointments(self, claim: Claim, now: float) -> bool:
+    def _keeps_appointments(self, claim: Claim, now: float, without: list[Claim]) -> bool:
         """Whether every client told to come back still fits when it does, if ``claim`` is
-        admitted now (served before them)."""
-        free, variance = self._admitted_until(now, claim)
+        admitted now (served before them) and ``without`` taken back."""
+        free = self._admitted_until(now, claim, without)
         for a in self.appointments:
             start = max(free, a.at)
-            variance += ((a.bound - a.mean) / 2) ** 2
-            if start + a.mean + 2 * math.sqrt(variance) > a.at + a.budget:
+            if start + a.bound > a.at + a.budget / 2:
                 return False
             free = start + a.mean
         return True
@@ -369,16 +370,17 @@ class Admission:
     def _appoint(self, claim: Claim, now: float) -> int:
         """Whole seconds until ``claim``'s request may come back and be admitted (at least 1):
         when the work admitted now is done, and no sooner than it fits behind the appointments
-        made before it (the plan's bound: the means, and two deviations of their sum) in half its
-        time limit: the other half is for estimates that were short. Its room is kept until then."""
+        made before it (their expected seconds, and its own bound) in half its time limit: the
+        other half is for the work ahead running longer than expected. Its room is kept until
+        then. (The deviations of the work ahead are not summed: an appointment told a time
+        later than needed leaves the thread idle, one that comes early only waits its turn.)"""
         mean, dev = self.need(claim, now)
         bound, budget = mean + 2 * dev, claim.budget()
-        done, variance = self._admitted_until(now)
+        done = self._admitted_until(now)
         free = done
         for a in self.appointments:
             free = max(free, a.at) + a.mean
-            variance += ((a.bound - a.mean) / 2) ** 2
-        at = max(done, free + mean + 2 * math.sqrt(variance + dev * dev) - budget / 2, now + 1)
+        at = max(done, free + bound - budget / 2, now + 1)
         seconds = max(1, math.ceil(at - now))
         if len(self.appointments) < APPOINTMENTS_PER_QUEUE * self.max_queue:
             self.appointments.append(Appointment(claim.key, now + seconds, mean, bound, budget,

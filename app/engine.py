@@ -68,7 +68,7 @@ WARM_UP_TEXT = "The teacher reads a book in the kitchen every morning."
 
 
 class Engine:
-    def __init__(self, translator: Translator, cache_size: int = 64, cache_mb: float = 256,
+    def __init__(self, translator: Translator, cache_size: int = 64, cache_mb: float = 96,
                  max_queue: int = 16):
         self.translator = translator
         self.cache = TraceCache(cache_size, int(cache_mb * 1024 * 1024))

@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # model/checkpoints, spelled out here so that reading settings never imports torch
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parents[1] / "model" / "checkpoints"
-AUTO_WORKERS_MAX = 4  # what ``--workers 0`` starts at most: 4 models are ~2 GB of memory
+AUTO_WORKERS_MAX = 4  # what ``--workers 0`` starts at most: 4 workers are ~2.4 GB of memory
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # a container's CPU limit (cgroup v2)
 
 
@@ -38,12 +38,16 @@ class Settings(BaseSettings):
     # a model to serve instead: a local Hugging Face Marian folder (e.g. opus-mt-en-zh) or a
     # checkpoint folder, or a hub id (downloaded only where the machine can reach the hub)
     model: str | None = None
-    # uvicorn worker processes, each with its own model (~0.5 GB) and cache; 0 (the default):
-    # one per CPU core this server may use, at most AUTO_WORKERS_MAX (see ``worker_count``)
+    # uvicorn worker processes, each with its own model and cache; 0 (the default): one per CPU
+    # core this server may use, at most AUTO_WORKERS_MAX (see ``worker_count``). A worker holds
+    # ~0.42 GB once started (torch ~0.22, the model, its tokenizers and drafter ~0.16, the app
+    # ~0.04) plus up to ``cache_mb`` of traces: budget ~0.6 GB a worker (measured after bursts
+    # of heavy calls: bench/README.md, issue 59).
     workers: int = Field(0, ge=0, le=32)
     cache_size: int = Field(64, ge=1, le=4096)  # traces kept in memory (LRU), per process
-    # ... and at most this many MB of them (estimated): one sampled trace at max_len 128 is ~25 MB
-    cache_mb: float = Field(256, ge=1, le=65536)
+    # ... and at most this many MB of them (estimated): one sampled trace at max_len 128 is ~25 MB,
+    # a 40-word sentence's trace ~15 MB, a 10-word sentence's ~3.5 MB
+    cache_mb: float = Field(96, ge=1, le=65536)
     # model calls admitted per process (running + waiting); more get 503 + Retry-After at once.
     # Also refused at once: a call whose estimated wait exceeds its request's time left.
     max_queue: int = Field(16, ge=1, le=1024)
