@@ -303,7 +303,7 @@ class Translator:
         self, src_list: list[int], src: torch.Tensor, memory: torch.Tensor,
         options: DecodingOptions, forced: list[int], record: bool,
     ) -> tuple[DecodeResult, torch.Tensor, dict]:
-        """Decode, then replay the chosen tokens teacher-forced through the written-out decoder:
+        """Decode, then replay the chosen tokens teacher-forced, recorded (``_replay``):
         the result, the replay's logits (T, V) with <pad>/<bos> masked, and what it recorded.
 
         Greedy decoding has a shortcut. Its tokens are by definition the ones the replay picks
