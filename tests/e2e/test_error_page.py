@@ -23,3 +23,12 @@ def test_the_error_page_works_in_the_browser(browser, server, path, status, lang
     page.wait_for_url(server + "/")
     context.close()
     assert errors == []
+
+
+def test_a_sentence_with_combining_marks_is_drawn(page, server):
+    """/?text=A%CC%80 ("A" + a combining grave accent) is an x-ray, not "Something went wrong"
+    (issue 59, item 1)."""
+    page.goto(server + "/?text=A%CC%80&max_len=4")
+    page.locator("body[data-xray=ready]").wait_for()
+    assert page.locator("#error").is_hidden()
+    assert page.locator('.xr-row[data-key="enc-tokens"] .xr-token').count() >= 1

@@ -349,8 +349,10 @@ function checkView(h, arrays, layout) {
   const S = h.source_tokens.length;
   check(isTokens(h.target_tokens, CAPS.steps) && isTokens(h.decoder_input, CAPS.steps), "target_tokens");
   const T = h.decoder_input.length;
-  check(h.target_tokens.length === T && Array.isArray(h.steps) && h.steps.length === T,
-    "the steps, target tokens and decoder input are not as many");
+  // one step and one decoder input per position; the target tokens lack the <eos> that ends a
+  // finished translation
+  check(Array.isArray(h.steps) && h.steps.length === T
+    && h.target_tokens.length === (h.finished === true ? T - 1 : T), "the steps, target tokens and decoder input are not as many");
   for (const step of h.steps) {
     check(isObject(step) && typeof step.token === "string" && isProb(step.prob ?? 0)
       && (step.top === undefined || (Array.isArray(step.top) && step.top.length <= CAPS.candidates

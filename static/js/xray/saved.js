@@ -160,7 +160,7 @@ export function readSaved(text) {
   } catch {
     throw new Error(t("xray.file.not_xray"));
   }
-  return { request: data.request, buffer, heads, strips, saved: String(data.saved || ""), model: String(data.model || "") };
+  return { request: data.request, buffer, heads, strips, saved: String(data.saved || "").slice(0, 40), model: String(data.model || "").slice(0, 300) };
 }
 
 /** Wire the buttons, the file picker and dropping a file on the page; ``show(buffer, request)``
