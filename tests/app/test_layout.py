@@ -64,7 +64,7 @@ def test_user_text_is_escaped(app_client):
 
 def test_language_from_accept_language(app_client):
     zh = app_client.get("/pipeline", headers={"accept-language": "zh-CN,zh;q=0.9,en;q=0.8"})
-    assert '<html lang="zh-CN">' in zh.text and "一句话穿过 Transformer" in zh.text
+    assert '<html lang="zh-CN">' in zh.text and "一句话在 Transformer 里走一遍" in zh.text
     en = app_client.get("/pipeline", headers={"accept-language": "en-GB,en;q=0.9"})
     assert '<html lang="en">' in en.text and "One sentence through the Transformer" in en.text
     fallback = app_client.get("/pipeline", headers={"accept-language": "fr-FR"})
