@@ -339,7 +339,7 @@ def test_the_splits_typed_without_final_stops_get_their_own_cards_beside_their_b
     evaluation["no_stops"] = {"tatoeba_test": made_up_figures(9.75)}
     evaluation["previous"]["no_stops"] = {"tatoeba_test": made_up_figures(4.5)}
     for lang, title in (("en", "Tatoeba: everyday sentences, typed without the final full stop"),
-                        ("zh", "Tatoeba：日常句子（输入时不带句末标点）")):
+                        ("zh", "Tatoeba：日常句子（输入时句末不带句号）")):
         view = figs.evaluation_view(evaluation, Translate(lang, "training"))
         card = view["sets"][-1]
         assert card["name"] == "tatoeba_test-no-stops" and card["title"] == title

@@ -121,7 +121,7 @@ def learner_server(evaluated_server):
 @pytest.mark.parametrize(("lang", "card_title", "section_title", "category"), [
     ("en", "Tatoeba: everyday sentences, typed without the final full stop", "learner",
      "titles before names"),
-    ("zh", "Tatoeba：日常句子（输入时不带句末标点）", "学习者", "名字前的称谓"),
+    ("zh", "Tatoeba：日常句子（输入时句末不带句号）", "学习者", "名字前的称谓"),
 ])
 def test_the_no_stop_card_and_the_learner_probe_show_eval_jsons_figures(
         phone, learner_server, lang, card_title, section_title, category):
