@@ -366,10 +366,10 @@ def test_the_learner_probe_shows_every_output_beside_its_before():
     assert figs.evaluation_view(made_up_evaluation(True), Translate("en", "training"))["learner"] is None
     learner = figs.evaluation_view(evaluation, Translate("zh", "training"))["learner"]
     assert [e["english"] for e in learner["examples"]] == ["Sentence 0", "Sentence 1", "Sentence 2"]
-    assert [e["category"] for e in learner["examples"]] == ["名字前的称谓", "名字前的称谓", "句末无标点"]
+    assert [e["category"] for e in learner["examples"]] == ["名字前的称谓", "名字前的称谓", "句末无句号"]
     assert len(learner["examples"][0]["outputs"]) == 4 and len(learner["examples"][1]["outputs"]) == 2
     assert learner["table"]["rows"][0][1:3] == [35.0, 40.0]  # BLEU · greedy: before, now
-    assert [row[0] for row in learner["categories"]["rows"]] == ["名字前的称谓", "句末无标点"]
+    assert [row[0] for row in learner["categories"]["rows"]] == ["名字前的称谓", "句末无句号"]
 
 
 def test_previous_label_in_the_readers_language():
