@@ -278,7 +278,10 @@ const ITT = (() => {
     const heading = out.title && out.title.text;
     if (heading || node.parentElement.classList.contains("plot-frame")) {
       const caption = frame(node).querySelector(".plot-title");
-      caption.textContent = (heading || "").replace(/<br\s*\/?>/gi, " ").replace(/<[^>]*>/g, "");
+      // the title is Plotly's little HTML (app/plots.plotly_text escapes a literal "<bos>"): drop
+      // its tags, then undo the three escapes, so the caption reads "<bos>", not "&lt;bos&gt;"
+      caption.textContent = (heading || "").replace(/<br\s*\/?>/gi, " ").replace(/<[^>]*>/g, "")
+        .replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
       caption.hidden = !heading;
       out.title = { text: "" };
       out.margin = Object.assign({}, out.margin, { t: Math.min((out.margin || {}).t ?? 16, 16) });
