@@ -162,7 +162,7 @@ class Translator:
     def about(self) -> dict:
         """Which model this is and which languages it reads and writes (the pages name them)."""
         return {"kind": "checkpoint", "name": self.path.name if self.path else "checkpoint",
-                "source": {"code": "en", "en": "English", "zh": "英语"},
+                "source": {"code": "en", "en": "English", "zh": "英文"},
                 "target": {"code": "zh", "en": "Chinese", "zh": "中文"}}
 
     @classmethod

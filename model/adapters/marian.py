@@ -61,7 +61,7 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 INSTALL_HINT = 'install the optional packages with `pip install -e ".[hf]"` (or the dev lock)'
 # Language names for the header; a code not listed here is shown as it is.
 LANGUAGES = {
-    "en": ("English", "英语"), "eng": ("English", "英语"),
+    "en": ("English", "英文"), "eng": ("English", "英文"),
     "zh": ("Chinese", "中文"), "zho": ("Chinese", "中文"), "cmn": ("Chinese", "中文"),
     "de": ("German", "德语"), "deu": ("German", "德语"), "fr": ("French", "法语"),
     "fra": ("French", "法语"), "es": ("Spanish", "西班牙语"), "spa": ("Spanish", "西班牙语"),

@@ -50,7 +50,7 @@ def test_every_page_renders_and_names_the_model(marian_client, tiny_marian):
             assert response.status_code == 200, path
             line = re.search(r'<p class="model-line"[^>]*>(.*?)</p>', response.text, re.S).group(1)
             assert tiny_marian.name in line and "Marian" in line
-            assert ("English → Chinese" if lang == "en" else "英语 → 中文") in line
+            assert ("English → Chinese" if lang == "en" else "英文 → 中文") in line
             assert "SiLU" in line  # the FFN activation, unlike our own model's ReLU
     marian_client.cookies.clear()
     training = marian_client.get("/training").text
