@@ -249,7 +249,8 @@ class Admission:
             remaining = claim.deadline - now - claim.slack()
             known = self.costs.measured(claim.first_kind)
             fits = known is None or known.mean <= remaining
-            return [] if fits and self._keeps_appointments(claim, now, []) else None
+            keeps = claim.appointed or self._keeps_appointments(claim, now, [])
+            return [] if fits and keeps else None
         limit = self.max_queue * (2 if claim.appointed else 1)
         victims: list[Claim] = []
         while len(self.claims) - len(victims) >= limit or self._late(now, claim, victims):
