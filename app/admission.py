@@ -249,6 +249,8 @@ class Admission:
             remaining = claim.deadline - now - claim.slack()
             known = self.costs.measured(claim.first_kind)
             fits = known is None or known.mean <= remaining
+            if not fits:
+                self.costs.relax(claim.first_kind, remaining)
             keeps = claim.appointed or self._keeps_appointments(claim, now, [])
             return [] if fits and keeps else None
         limit = self.max_queue * (2 if claim.appointed else 1)
@@ -362,6 +364,8 @@ class Admission:
         admitted now (served before them) and ``without`` taken back."""
         free = self._admitted_until(now, claim, without)
         for a in self.appointments:
+            if a.bound > a.budget / 2:  # not even an idle thread could keep it: it holds no room
+                continue
             start = max(free, a.at)
             if start + a.bound > a.at + a.budget / 2:
                 return False
@@ -383,7 +387,10 @@ class Admission:
             free = max(free, a.at) + a.mean
         at = max(done, free + bound - budget / 2, now + 1)
         seconds = max(1, math.ceil(at - now))
-        if len(self.appointments) < APPOINTMENTS_PER_QUEUE * self.max_queue:
+        # no room is kept for a call expected to take more than half its time limit: it could
+        # not be kept (a booked slot nobody can use would turn away every new request until it
+        # lapsed, and each of those would book another)
+        if bound <= budget / 2 and len(self.appointments) < APPOINTMENTS_PER_QUEUE * self.max_queue:
             self.appointments.append(Appointment(claim.key, now + seconds, mean, bound, budget,
                                                  claim.order))
             self.appointments.sort(key=lambda a: a.at)

@@ -96,6 +96,22 @@ class Costs:
         else:
             known.add(seconds)
 
+    def at_least(self, kind: tuple, seconds: float) -> None:
+        """A call of ``kind`` was stopped after ``seconds`` (its deadline, or its client gone):
+        a lower bound, learnt only where it says more than the mean does."""
+        known = self.calls.get(kind)
+        if known is not None and seconds > known.mean:
+            known.add(seconds)
+
+    def relax(self, kind: tuple, seconds: float) -> None:
+        """An idle thread refused a call of ``kind`` as slower than the ``seconds`` it had: take a
+        quarter off every measured mean of its function over that, so that after a few such
+        refusals one runs and is measured again. A mean learnt while the machine was overloaded
+        is not kept for ever (nothing else could lower it: only a call that runs is measured)."""
+        for known_kind, known in self.calls.items():
+            if known_kind[0] == kind[0] and known.mean > seconds:
+                known.mean *= 0.75
+
     def learn_follow(self, route: str, seconds: float) -> None:
         """A request of ``route`` asked ``seconds`` of model time after its first call."""
         known = self.follow.get(route)

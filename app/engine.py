@@ -267,6 +267,7 @@ class Engine:
                 self.costs.learn(job.kind, seconds)
             else:
                 claim.failed = True
+                self.costs.at_least(job.kind, seconds)
             self.admission.shed_late(time.monotonic())
 
     # -- the trace cache -------------------------------------------------------------------------

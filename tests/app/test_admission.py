@@ -129,12 +129,18 @@ def test_every_kind_of_request_is_served_in_a_burst(outcomes):
 
 
 def test_retry_after_is_the_real_wait(outcomes):
+    """No refused client is told to come back before the thread could take it (at least half the
+    real wait), and the soonest appointment is the real wait (within 2×). Later refusals are told
+    later times: each books a slot behind the clients refused before it (app/admission.py), which
+    in this burst nobody comes back to use; test_admission_fair checks that those who do get in."""
     done = max(o["at"] for o in outcomes if o["status"] == "served")
     shed = [o for o in outcomes if o["status"] == "shed"]
     assert shed
     for o in shed:
         real = max(1.0, done - o["at"])
-        assert real / 2 <= o["retry_after"] <= 2 * real, (o, real)
+        assert o["retry_after"] >= real / 2, (o, real)
+    soonest = min(shed, key=lambda o: o["retry_after"])
+    assert soonest["retry_after"] <= 2 * max(1.0, done - soonest["at"]), soonest
 
 
 def test_a_waiting_request_that_can_no_longer_fit_is_refused_before_its_deadline(tiny_translator):
