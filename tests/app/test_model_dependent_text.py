@@ -142,3 +142,16 @@ def test_a_marian_model_s_output_is_not_called_characters(clients, path, lang):
               for m in re.finditer(OUTPUT_AS_CHARACTERS[lang], text)]
     assert claims == []
     assert OURS_WRITES_CHARACTERS[path, lang] in visible(clients["ours"], path, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_tour_says_what_the_decoder_writes(clients, lang):
+    """The tour's x-ray and pipeline stops: one character at a time for our model, one piece for Marian."""
+    says = {"en": {"ours": "the decoder writes one character at a time",
+                   "marian": "the decoder writes one piece (one or more characters) at a time"},
+            "zh": {"ours": ["一次写出一个字", "一次写一个字"],
+                   "marian": ["一次写出一个片段（一个或几个字）", "一次写一个片段（一个或几个字）"]}}[lang]
+    for model, phrases in says.items():
+        phrases = [phrases, phrases] if isinstance(phrases, str) else phrases
+        for step, phrase in zip(("0", "1"), phrases, strict=True):
+            assert phrase in visible(clients[model], f"/tour?step={step}", lang), (model, step)
