@@ -88,9 +88,9 @@ FACTS = {
                                                  "chrF counts matching character"]),
     ("training", "training.eval.intro", "zh"): (["（sacrebleu，中文分词）"],
                                                 ["BLEU 先用", "chrF 数相同的字符片段"]),
-    # the two languages said different things: a forced character can be at any step; learners
+    # the two languages said different things: a forced token can be at any step; learners
     # type English titles; the probe drops the full stop, not any final punctuation
-    ("xray", "xray.result.forced", "zh"): (["开头是"], ["含有你强制的字"]),
+    ("xray", "xray.result.forced", "zh"): (["开头是"], ["含有你强制的词元"]),
     ("training", "training.eval.learner_text", "zh"): (["帕特尔医生"], ["“Dr. Patel”", "“Mrs. Walsh”"]),
     ("training", "training.eval.no_stops", "zh"): (["句末标点"], ["句号"]),
     ("training", "training.eval.category.no_stop", "zh"): (["无标点"], ["句号"]),
@@ -130,7 +130,7 @@ def test_dense_explanations_lead_with_the_idea(lang):
     assert len(greedy) < (200 if lang == "en" else 80)
     # attribution: the question it answers comes before the two methods
     attribution = decode["why.attr_help"]
-    idea = "pushed this character's probability up" if lang == "en" else "把这个字的概率推高了"
+    idea = "pushed this output token's probability up" if lang == "en" else "把这个输出词元的概率推高了"
     method = "Gradient × input" if lang == "en" else "梯度 × 输入"
     assert attribution.index(idea) < attribution.index(method)
     # the tour's training stop explains each word it uses

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from html import unescape
 
@@ -101,3 +102,56 @@ def test_the_facts_come_from_the_config_and_the_tokenizers(clients):
     assert marian["position_layout"] == "halves" and marian["activation"] == "SiLU"
     assert marian["source_pieces"] == marian["target_pieces"] == "sentencepiece"
     assert marian["layers"] == "2+2" and marian["norm"] == "post"
+
+
+# What may still say "character" (字) with a Marian model: the English input box's limits, what a
+# SentencePiece piece is made of, the reference typed in Chinese characters, and words that merely
+# contain 字 (数字 digit, 文字 text, 字母 letter, 字符 character of the input, 汉字 the script).
+INPUT_SIDE = {
+    "en": [r"\b\d+ characters\b", r"\{chars\} characters", r"\{n\} characters long", "one or more characters",
+           "in Chinese characters"],
+    "zh": ["一个或几个字", "数字", "文字", "字母", "字符", "汉字"],
+}
+OUTPUT_AS_CHARACTERS = {"en": r"(?i)\bcharacters?\b", "zh": "字"}
+OURS_WRITES_CHARACTERS = {("/", "en"): "writes one Chinese character per time step",
+                          ("/", "zh"): "每个时间步写一个字",
+                          ("/decode", "en"): "writes one character per step",
+                          ("/decode", "zh"): "每一步只写一个字。"}
+
+
+def page_strings(client, path: str, lang: str) -> str:
+    """What a reader can see on the page: the visible text of <main> and every string the page hands
+    its JavaScript, except the keys kept for our model alone (``*.characters``)."""
+    client.cookies.set("lang", lang)
+    html = client.get(path).text
+    strings = json.loads(unescape(re.search(r'<script type="application/json" id="i18n">(.*?)</script>',
+                                            html, re.S).group(1)))
+    shown = [value for key, value in strings.items() if not key.endswith(".characters")]
+    return " ".join([visible(client, path, lang), *shown])
+
+
+@pytest.mark.parametrize("path", ["/", "/decode"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_marian_model_s_output_is_not_called_characters(clients, path, lang):
+    """A Marian model writes SentencePiece pieces: the x-ray and /decode call its output tokens (or
+    pieces), never characters; our model's pages still say one character per step."""
+    text = page_strings(clients["marian"], path, lang)
+    for allowed in INPUT_SIDE[lang]:
+        text = re.sub(allowed, " ", text)
+    claims = [text[max(0, m.start() - 60):m.end() + 20]
+              for m in re.finditer(OUTPUT_AS_CHARACTERS[lang], text)]
+    assert claims == []
+    assert OURS_WRITES_CHARACTERS[path, lang] in visible(clients["ours"], path, lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_tour_says_what_the_decoder_writes(clients, lang):
+    """The tour's x-ray and pipeline stops: one character at a time for our model, one piece for Marian."""
+    says = {"en": {"ours": "the decoder writes one character at a time",
+                   "marian": "the decoder writes one piece (one or more characters) at a time"},
+            "zh": {"ours": ["一次写出一个字", "一次写一个字"],
+                   "marian": ["一次写出一个片段（一个或几个字）", "一次写一个片段（一个或几个字）"]}}[lang]
+    for model, phrases in says.items():
+        phrases = [phrases, phrases] if isinstance(phrases, str) else phrases
+        for step, phrase in zip(("0", "1"), phrases, strict=True):
+            assert phrase in visible(clients[model], f"/tour?step={step}", lang), (model, step)

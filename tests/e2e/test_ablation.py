@@ -64,7 +64,7 @@ def test_switching_a_cross_attention_head_off(page, server, lang):
     assert page.locator('.head-switch[data-part="cross.1.2"]').get_attribute("aria-pressed") == "true"
     verdict = page.locator("#verdict").text_content()
     if lang == "en":
-        assert "same translation" in verdict or "part at character" in verdict, verdict
+        assert "same translation" in verdict or "part at token" in verdict, verdict
     else:
         assert "译文没有变" in verdict or "开始不同" in verdict, verdict
     numbers = [float(n) for n in re.findall(r"-?\d+\.\d{3}", page.locator("#log-prob").text_content())]

@@ -498,7 +498,7 @@ def test_sampling_controls_match_the_servers_distribution(page, server, temperat
         if candidate["sample_prob"] > 0:
             assert not row["cut"]
     kept = page.locator("#xr-kept").text_content()
-    assert "characters stay" in kept
+    assert "tokens stay" in kept
     page.fill("#xr-seed", "7")
     page.locator("#xr-draw-button").click()
     drew = page.locator("#xr-drew").text_content()

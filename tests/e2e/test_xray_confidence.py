@@ -76,9 +76,9 @@ def test_a_confident_translation_shows_no_warning_but_marks_its_one_unsure_chara
     marks = page.locator("#xr-result-lines mark.xr-unsure")
     assert marks.count() == 2
     assert marks.first.text_content() == "垫"
-    assert marks.first.get_attribute("title") == "The model gave this character 30% probability"
+    assert marks.first.get_attribute("title") == "The model gave this token 30% probability"
     said = page.locator('#xr-result-lines p[data-role="player"] .visually-hidden').text_content()
-    assert said == "Characters the model was unsure of: 垫 30%."  # for a screen reader
+    assert said == "Tokens the model was unsure of: 垫 30%."  # for a screen reader
     assert page.locator(".xr-result-legend").count() == 1  # what a mark means (xray.css may fold it)
 
 
@@ -91,7 +91,7 @@ def test_a_translation_the_model_was_unsure_of_says_so(page, server, text, level
     assert warning.text_content().startswith("Check this translation.")
     assert set(levels(page)) == {level}
     if level == "unsure":  # the wrong one: 2.3 characters expected to differ of 13
-        assert "about 2.3 of these 13 characters" in warning.text_content()
+        assert "about 2.3 of these 13 tokens" in warning.text_content()
     else:  # the invented one: its characters' mean probability, and the piece it could not read
         assert "far from what the model learned" in warning.text_content()
         assert "could not read 1 of the sentence's pieces" in warning.text_content()
@@ -104,12 +104,12 @@ def test_the_warning_and_the_marks_speak_chinese(zh_page, server):
     open_xray(zh_page, server, CONFIDENT)
     assert zh_page.locator(WARNING).count() == 0
     mark = zh_page.locator("#xr-result-lines mark.xr-unsure").first
-    assert mark.get_attribute("title") == "模型给这个字的概率是 30%"
+    assert mark.get_attribute("title") == "模型给这个词元的概率是 30%"
     open_xray(zh_page, server, WRONG)
     warning = zh_page.locator(WARNING).first
     assert warning.get_attribute("data-level") == "unsure"
     assert warning.text_content().startswith("请核对这个译文。")
-    assert "这 13 个字里大约有 2.3 个" in warning.text_content()
+    assert "这 13 个词元里大约有 2.3 个" in warning.text_content()
     zh_page.locator("#xr-result").screenshot(path=str(ARTIFACTS / "xray-confidence-zh.png"))
 
 

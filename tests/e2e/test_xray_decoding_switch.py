@@ -113,7 +113,7 @@ def test_the_translation_shown_first_is_beam_searchs_and_the_players_is_beside_i
     ready(page)
     first, second = result_lines(page)
     assert first["text"] == translated(page, server, strategy="beam", beam_size=4, max_len=4) + "…"
-    assert second["label"].startswith("Greedy decoding, with the characters you forced")
+    assert second["label"].startswith("Greedy decoding, with the tokens you forced")
     assert second["text"].startswith("周") and second["text"].endswith("…")
     assert page.locator("#xr-result").text_content().count("(cut off at the maximum length)") == 2
 

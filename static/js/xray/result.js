@@ -51,8 +51,9 @@ export function confidence(steps, unknown) {
 }
 
 /** The translation's characters, each below even odds marked with its probability; plain text
-    when the steps do not line up with the characters (they always do: one step per character,
-    the special tokens written as nothing). */
+    when the steps do not line up with the characters (for our model they always do: one step per
+    character, the special tokens written as nothing; a Marian model's pieces seldom do, and its
+    line then stays plain). */
 function characters(translation, steps) {
   const chars = [...translation];
   const written = [];
