@@ -19,6 +19,7 @@ from pydantic import Field, ValidationInfo, field_validator
 from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
+from app.model_facts import model_facts
 from app.plots import ATTENTION_SCALE, BLUE, GREY, ORANGE, PURPLE, base_layout, category_axis, unique_labels
 from app.schemas import (
     ENGLISH,
@@ -38,7 +39,8 @@ ONE_WORD_OR_NONE = re.compile(r"^\s*([A-Za-z][A-Za-z'\-]*)?\s*$")
 
 
 
-CONTINUATION = "##"
+CONTINUATION = "##"  # a later piece of a word (BPE); a SentencePiece piece starts a word with ▁
+WORD_START = "▁"
 SPECIALS = {"<pad>", "<bos>", "<eos>", "<unk>"}
 
 
@@ -180,11 +182,12 @@ def coreference_ranking(query: Annotated[CoreferenceQuery, Query()], engine: Eng
     """Every encoder head ranked by the weight the pronoun's row puts on the referent."""
     trace, model_ms = engine.trace(TranslateRequest.model_construct(text=query.text))
     tokens = trace.source_tokens
+    pieces = model_facts(translator)["source_pieces"]
 
     def find(field: str, after: int = -1) -> list[int]:
         word = getattr(query, field)
         try:
-            return locate(translator.english.tokenize(word), tokens, field, after)
+            return locate(translator.english.tokenize(word), tokens, field, after, pieces)
         except WordNotFound as error:
             raise NotFound(error.field, str(error)) from error
 
@@ -192,7 +195,7 @@ def coreference_ranking(query: Annotated[CoreferenceQuery, Query()], engine: Eng
     pronoun = find("pronoun", referent[-1])
     distractor = find("distractor") if query.distractor else None
     attention = [layer["self_attention"] for layer in trace.encoder]
-    result = rank_heads(attention, tokens, pronoun, referent, distractor)
+    result = rank_heads(attention, tokens, pronoun, referent, distractor, pieces)
     best = result["ranking"][0]
     highlight = {k: ORANGE for k in referent}
     highlight.update({k: GREY for k in pronoun})
@@ -219,28 +222,42 @@ def coreference_ranking(query: Annotated[CoreferenceQuery, Query()], engine: Eng
 # -- measuring ------------------------------------------------------------------------------------
 
 
-def words(tokens: list[str]) -> list[tuple[str, list[int]]]:
-    """Sub-word pieces grouped into words: ``["wom", "##an"]`` → ``("woman", [i, i+1])``."""
+def continues(token: str, pieces: str = "bpe") -> bool:
+    """Whether ``token`` carries on the word before it: a ``##`` piece of this project's BPE, or a
+    SentencePiece piece (a Marian model's) without ▁ that is neither a special nor punctuation."""
+    if pieces == "sentencepiece":
+        return not (token.startswith(WORD_START) or token in SPECIALS
+                    or all(not c.isalnum() for c in token))
+    return token.startswith(CONTINUATION)
+
+
+def words(tokens: list[str], pieces: str = "bpe") -> list[tuple[str, list[int]]]:
+    """Sub-word pieces grouped into words: ``["wom", "##an"]`` (or SentencePiece's
+    ``["▁wom", "an"]``) → ``("woman", [i, i+1])``; ``pieces`` is model_facts' ``source_pieces``."""
     grouped: list[tuple[str, list[int]]] = []
     for index, token in enumerate(tokens):
-        if token.startswith(CONTINUATION) and grouped:
+        if grouped and continues(token, pieces):
             word, positions = grouped[-1]
-            grouped[-1] = (word + token[len(CONTINUATION):], [*positions, index])
+            grouped[-1] = (word + token.removeprefix(CONTINUATION), [*positions, index])
         elif token not in SPECIALS or token == "<unk>":
-            grouped.append((token, [index]))
-    return grouped
+            grouped.append((token.removeprefix(WORD_START) if pieces == "sentencepiece" else token,
+                            [index]))
+    return [(word, positions) for word, positions in grouped if word]
 
 
-def locate(pieces: list[str], tokens: list[str], field: str, after: int = -1) -> list[int]:
+def locate(pieces: list[str], tokens: list[str], field: str, after: int = -1,
+           kind: str = "bpe") -> list[int]:
     """Positions of the word whose pieces are ``pieces`` (as the tokenizer splits it alone);
-    the first occurrence after ``after`` if there is one, else the first."""
+    the first occurrence after ``after`` if there is one, else the first. ``kind`` is how the
+    tokenizer marks words (model_facts' ``source_pieces``)."""
     if not pieces:
         raise WordNotFound(field, f"{field} must be a word")
     n = len(pieces)
     starts = [i for i in range(len(tokens) - n + 1) if tokens[i : i + n] == pieces
-              and (i + n == len(tokens) or not tokens[i + n].startswith(CONTINUATION))]
+              and (i + n == len(tokens) or not continues(tokens[i + n], kind))]
     if not starts:
-        raise WordNotFound(field, f"{field} {''.join(pieces)!r} is not a word of the sentence")
+        word = "".join(pieces).removeprefix(WORD_START)
+        raise WordNotFound(field, f"{field} {word!r} is not a word of the sentence")
     later = [i for i in starts if i > after]
     start = later[0] if later else starts[0]
     return list(range(start, start + n))
@@ -252,9 +269,10 @@ def rank_heads(
     pronoun: list[int],
     referent: list[int],
     distractor: list[int] | None = None,
+    pieces: str = "bpe",
 ) -> dict:
     """Every (layer, head): the pronoun row's weight on the referent, ranked from most to least."""
-    grouped = words(tokens)
+    grouped = words(tokens, pieces)
     length = len(tokens)
     heads = []
     grid = []

@@ -76,6 +76,18 @@ def test_words_and_locate():
         locate(["wom"], tokens, "referent")  # only part of a word
 
 
+def test_sentencepiece_pieces_are_grouped_into_words():
+    """A Marian model's pieces: ▁ starts a word, a punctuation piece is a word of its own."""
+    tokens = ["▁", "T", "he", "▁w", "o", "ma", "n", "▁s", "he", "▁was", "▁t", "i", "re", "d", ".",
+              "<eos>"]
+    grouped = words(tokens, "sentencepiece")
+    assert [word for word, _ in grouped] == ["The", "woman", "she", "was", "tired", "."]
+    assert grouped[1] == ("woman", [3, 4, 5, 6])
+    assert locate(["▁s", "he"], tokens, "pronoun", kind="sentencepiece") == [7, 8]
+    with pytest.raises(ValueError):
+        locate(["▁t", "i"], tokens, "referent", kind="sentencepiece")  # only part of a word
+
+
 def test_rank_heads_orders_by_weight():
     tokens = ["she", "and", "her"]
     # 1 layer, 2 heads; row 2 ("her") looks at "she" with 0.2 in head 0 and 0.9 in head 1
