@@ -155,3 +155,36 @@ def test_the_tour_says_what_the_decoder_writes(clients, lang):
         phrases = [phrases, phrases] if isinstance(phrases, str) else phrases
         for step, phrase in zip(("0", "1"), phrases, strict=True):
             assert phrase in visible(clients[model], f"/tour?step={step}", lang), (model, step)
+
+
+def test_coreference_ranks_whole_words_of_the_sentence(clients):
+    """/coreference's verdict counts words ("word number 3", the most-watched word): with a Marian
+    model too they are the sentence's words, not SentencePiece pieces."""
+    body = clients["marian"].get("/api/coreference", params={
+        "text": "The woman said that she was tired.", "pronoun": "she", "referent": "woman"}).json()
+    sentence_words = {"the", "woman", "said", "that", "she", "was", "tired", "."}
+    assert body["words"] == len(sentence_words)
+    assert {head["top_word"].lower() for head in body["ranking"]} <= sentence_words
+
+
+@pytest.mark.parametrize("model", ["ours", "marian"])
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_scale_s_own_count_is_checked_as_the_model_counts(clients, model, lang):
+    """/scale: the calculator's count for this model equals its real tensors for our checkpoint; a
+    Marian model shares one embedding matrix (and keeps its output bias fixed), so the page gives
+    both figures and never says they agree. The layer sentence names both stacks from the config."""
+    client = clients[model]
+    client.cookies.set("lang", lang)
+    html = client.get("/scale").text
+    check = re.search(r'id="gpt-check".*?</details>', html, re.S).group(0)
+    check = re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", check)))
+    translator = client.app.state.translator
+    real = f"{translator.parameter_counts()['total']:,}"
+    agrees = {"en": "the same as adding up its real parameter tensors",
+              "zh": "与真实参数张量逐个相加的结果一致"}[lang]
+    assert real in check
+    assert (agrees in check) == (model == "ours")
+    enc, dec = translator.config.n_encoder_layers, translator.config.n_decoder_layers
+    layers = {"en": f"This model has {enc} encoder and {dec} decoder layers",
+              "zh": f"本模型只有编码器 {enc} 层、解码器 {dec} 层"}[lang]
+    assert layers in visible(client, "/scale", lang)
