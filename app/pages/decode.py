@@ -1,6 +1,8 @@
-"""/decode — one time step at a time: the seven things inside a decoder layer, the next-character
-distribution, the decoding strategy, forced characters, and the beam-search tree; and "why this
-character?": the logit lens per decoder layer and source attributions beside the cross-attention."""
+"""/decode — one time step at a time: what happens inside a decoder layer and the output layer
+after the stack, the next-token distribution, the decoding strategy, forced tokens, and the
+beam-search tree; and "why this token?": the logit lens per decoder layer and source attributions
+beside the cross-attention. A token is a Chinese character for our model, a SentencePiece piece
+for a Marian one."""
 
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ class InterpretRequest(TraceRequest):
     """Which step of the translation to explain, and how finely to integrate the gradients."""
 
     step: int = Field(0, ge=0, le=MAX_FORCED - 1,  # a translation has at most max_len ≤ 128 steps
-                      description="0-based decoding step whose character is explained: below "
+                      description="0-based decoding step whose token is explained: below "
                                   "the translation's number of steps (else 404)")
     ig_steps: int = Field(64, ge=2, le=256,
                           description="integrated-gradients steps along the path from the baseline "
@@ -120,8 +122,8 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
              tags=["figures"])
 def interpret_figures(request: InterpretRequest, engine: EngineDep, t: PageText,
                       response: Response) -> dict:
-    """Why this character? What every decoder layer would predict (logit lens) at every step, and
-    how much each English token contributed to one step's character (gradient × input, integrated
+    """Why this token? What every decoder layer would predict (logit lens) at every step, and
+    how much each English token contributed to one step's output token (gradient × input, integrated
     gradients) beside that step's cross-attention. One extra model pass per sentence for the lens
     and one per step for the attributions, both cached."""
     trace, model_ms = engine.trace(request)
@@ -411,7 +413,7 @@ def _add_norm(stats: dict, t: int, words: dict[str, str]) -> dict:
     return vector_bars(series, words["dimension"])
 
 
-# -- why this character? --------------------------------------------------------------------------
+# -- why this token? ------------------------------------------------------------------------------
 
 WHY_WORDS = {"layer": "Layer {n}", "gradient_x_input": "gradient × input",
              "integrated_gradients": "integrated gradients", "cross_attention": "cross-attention",
@@ -450,11 +452,11 @@ def strongest_sources(attribution: interpret.Attribution, cross: list[list[float
 
 
 def lens_figure(lens: interpret.StepLens, words: dict[str, str] | None = None) -> dict:
-    """Logit lens for one step: layers (bottom to top) × candidates, the chosen character first."""
+    """Logit lens for one step: layers (bottom to top) × candidates, the chosen token first."""
     words = {**WHY_WORDS, **(words or {})}
     layers = [layer_label(words, layer.layer) for layer in lens.layers]
     labels = unique_labels(lens.candidates)
-    labels[0] = f"{labels[0]} ✓"  # the character finally chosen
+    labels[0] = f"{labels[0]} ✓"  # the token finally chosen
     heatmap = {
         "type": "heatmap", "z": lens.grid, "x": labels, "y": layers,
         "zmin": 0, "zmax": 1, "colorscale": ATTENTION_SCALE, "xgap": 1, "ygap": 1,
@@ -469,7 +471,7 @@ def lens_figure(lens: interpret.StepLens, words: dict[str, str] | None = None) -
 
 def lens_steps_figure(lens: list[interpret.StepLens], current: int,
                       words: dict[str, str] | None = None) -> dict:
-    """Every step at once: the probability each layer gives the character finally chosen."""
+    """Every step at once: the probability each layer gives the token finally chosen."""
     words = {**WHY_WORDS, **(words or {})}
     n_layers = len(lens[0].layers) if lens else 0
     layers = [layer_label(words, index) for index in range(n_layers)]
