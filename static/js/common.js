@@ -134,7 +134,7 @@ const ITT = (() => {
       if (!match) return null;
       // "text is 150 tokens long; the limit is 128 tokens: …": how much to cut
       const [n, limit] = (String(error.message).match(/\d+/g) || []).map(Number);
-      const fix = t(match[2], n > limit ? { cut: n - limit } : {});
+      const fix = t(match[2], n > limit ? { cut: n - limit, limit } : {});
       fixesGiven.add(fix);
       return fix;
     });

@@ -190,3 +190,17 @@ def test_scale_s_own_count_is_checked_as_the_model_counts(clients, model, lang):
     layers = {"en": f"This model has {enc} encoder and {dec} decoder layers",
               "zh": f"本模型只有编码器 {enc} 层、解码器 {dec} 层"}[lang]
     assert layers in visible(client, "/scale", lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_sentence_hint_says_how_the_model_cuts_english(clients, lang):
+    """Our BPE makes every digit a piece of its own; a Marian model's SentencePiece keeps a number
+    such as 2024 in one piece, so the hint under the sentence box says so only for ours."""
+    def hint(model: str) -> str:
+        clients[model].cookies.set("lang", lang)
+        html = clients[model].get("/decode").text
+        return unescape(re.search(r'<p class="hint">(.*?)</p>', html, re.S).group(1))
+
+    digits = {"en": "every digit and punctuation mark is one too", "zh": "每个数字和标点也各算一个"}[lang]
+    assert digits in hint("ours") and "SentencePiece" not in hint("ours")
+    assert digits not in hint("marian") and "SentencePiece" in hint("marian")
