@@ -204,3 +204,13 @@ def test_the_sentence_hint_says_how_the_model_cuts_english(clients, lang):
     digits = {"en": "every digit and punctuation mark is one too", "zh": "每个数字和标点也各算一个"}[lang]
     assert digits in hint("ours") and "SentencePiece" not in hint("ours")
     assert digits not in hint("marian") and "SentencePiece" in hint("marian")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_optimizer_settings_are_claimed_only_for_our_model(clients, lang):
+    """/training's Adam settings are this project's: our model was trained with them; a Marian
+    model was trained by its authors, and the page says so instead."""
+    ours = {"en": "This model was trained with exactly these settings",
+            "zh": "本模型正是用这组设置训练的"}[lang]
+    assert ours in visible(clients["ours"], "/training", lang)
+    assert ours not in visible(clients["marian"], "/training", lang)
