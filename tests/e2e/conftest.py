@@ -42,7 +42,8 @@ def running_server(checkpoint: Path | None, log_name: str, flag: str = "--checkp
     (``flag="--model"`` serves it as a model folder, e.g. a Hugging Face Marian one); yields its URL
     once /healthz answers, stops it afterwards. Its output goes to ARTIFACTS."""
     ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / log_name
+    # each pytest-xdist worker starts its own servers: one log each
+    log = ARTIFACTS / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{log_name}"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ITT_ACCESS_LOG": "false"}
     env.pop("ITT_CHECKPOINT", None)
     env.pop("ITT_MODEL", None)
