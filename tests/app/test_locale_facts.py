@@ -144,7 +144,10 @@ def test_dense_explanations_lead_with_the_idea(lang):
 def test_the_decode_page_shows_the_greedy_note(app_client):
     app_client.cookies.clear()  # a cookie another test left must not decide the language
     app_client.cookies.set("lang", "zh")
-    html = app_client.get("/decode").text
+    try:
+        html = app_client.get("/decode").text
+    finally:
+        app_client.cookies.clear()  # nor may this one decide another test's
     assert page_strings("zh", "decode")["decode.explain.greedy_fast"] in html
 
 
@@ -152,12 +155,16 @@ def test_the_scale_table_reads_in_chinese(app_client):
     """The calculator's shapes carry no English; experts are named in the reader's language."""
     app_client.cookies.clear()  # a cookie another test left must not decide the language
     app_client.cookies.set("lang", "zh")
-    rows = app_client.get("/api/scale", params={"experts": 8, "active_experts": 2}).json()["rows"]
+    try:
+        rows = app_client.get("/api/scale", params={"experts": 8, "active_experts": 2}).json()["rows"]
+        encoder_decoder = app_client.get("/api/scale",
+                                         params={"architecture": "encoder_decoder"}).json()["rows"]
+        untied = app_client.get("/api/scale", params={"tied_output": False}).json()["rows"][-1]
+    finally:
+        app_client.cookies.clear()  # nor may this one decide another test's
     shapes = " ".join(row["shape"] for row in rows)
     assert not re.search(r"[A-Za-z]", shapes), shapes
     ffn = next(row for row in rows if row["key"] == "ffn")
     assert ffn["shape"].startswith("8 × (") and ffn["label"].endswith("8 个专家")
-    rows = app_client.get("/api/scale", params={"architecture": "encoder_decoder"}).json()["rows"]
-    assert not re.search(r"[A-Za-z]", " ".join(row["shape"] for row in rows))
-    untied = app_client.get("/api/scale", params={"tied_output": False}).json()["rows"][-1]
+    assert not re.search(r"[A-Za-z]", " ".join(row["shape"] for row in encoder_decoder))
     assert untied["label"] == page_strings("zh", "scale")["scale.row.output_untied"]
