@@ -160,7 +160,15 @@ class CachedDecoder:
             for layer in model.decoder_layers
         ]
         self._expanded: dict[int, list[tuple[Tensor, Tensor]]] = {}  # self.cross for B rows
-        self._steps = [partial(self._layer_step, index) for index in range(len(self.cross))]
+        # each layer's module, its cached step and what is switched off in it; and the embedding
+        # (module attributes looked up once, not at every step)
+        layers = list(model.decoder_layers)
+        self._layer_steps = list(zip(
+            layers, [partial(self._layer_step, index) for index in range(len(layers))], self.offs,
+            strict=True))
+        embedding = model.tgt_embedding
+        self._token_weight, self._scale = embedding.tokens.weight, embedding.scale
+        self._positions = embedding.positions
         # the step in progress: its rows' cross K/V, its shape (B, T) and what it records
         self._rows_cross = self.cross
         self._shape = (src_ids.size(0), 1)
@@ -194,14 +202,13 @@ class CachedDecoder:
         (B, V) or (B, T, V), <pad> and <bos> at -inf. ``record`` (a dict) receives what
         ``Transformer.decode(record=)`` records, computed exactly as it computes it."""
         rows = new_ids.size(0)
-        new = 1 if new_ids.dim() == 1 else new_ids.size(1)
+        single = new_ids.dim() == 1  # one new position per row
+        new = 1 if single else new_ids.size(1)
         start = self.length
         if start + new > self.capacity:
             raise ValueError(f"the KV cache holds {self.capacity} positions")
-        embedding = self.model.tgt_embedding
-        token = F.embedding(new_ids, embedding.tokens.weight) * embedding.scale
-        positions = embedding.positions
-        position = positions[start] if new_ids.dim() == 1 else positions[start : start + new]
+        token = F.embedding(new_ids, self._token_weight) * self._scale
+        position = self._positions[start] if single else self._positions[start : start + new]
         y = token + position if self.positions else token  # (B, D) or (B, T, D)
         if record is not None:
             position = position if self.positions else torch.zeros_like(position)
@@ -211,97 +218,116 @@ class CachedDecoder:
         self._shape = (rows, new)
         # decoding: every new position a row of one matrix (B·T, D); recording: (B, T, D), as the
         # written-out decoder records them (and so that autograd reaches what is recorded)
-        y = y.reshape(rows * new, self.d_model) if record is None else y.view(rows, new, self.d_model)
+        if record is None and not single:
+            y = y.reshape(rows * new, self.d_model)
         try:
-            for layer, step, off in zip(self.model.decoder_layers, self._steps, self.offs, strict=True):
+            for layer, step, off in self._layer_steps:
                 y = layer(y, None, None, None, off=off, cached=step)
         finally:
             self._record = None
         self.length += new
         if record is None:
-            logits = self.weights.output(y)
+            output = self.weights.output
+            logits = torch.addmm(output.bias, y, output.transposed)
         else:
             record["final"] = y
             record["logits"] = self.model.output(y)
             logits = record["logits"].index_fill(-1, torch.tensor(NEVER_GENERATED), float("-inf"))
-        return logits.view(rows, -1) if new_ids.dim() == 1 else logits.view(rows, new, -1)
+        if single:  # (B, V)
+            return logits if record is None else logits.view(rows, -1)
+        return logits.view(rows, new, -1)
 
     def _layer_step(self, index: int, y: Tensor, off: LayerOff | None) -> Tensor:
-        """Decoder layer ``index`` for the step's new positions (B·T, D), or (B, T, D) when
-        recording, through the KV cache."""
+        """Decoder layer ``index`` for the step's new positions (B·T, D) through the KV cache, or
+        (B, T, D) when recording (``_record_layer_step``). Decoding calls every operation here,
+        none through a helper: on one to a few rows, a Python call costs a fair share of one."""
+        if self._record is not None:
+            return self._record_layer_step(index, y, off)
         weights, kv = self.weights.layers[index], self.kv[index]  # kv: (2, B, H, C, K)
-        record = None if self._record is None else self._record[index]
-        layer = weights.layer
         (batch, new), heads, d_head = self._shape, self.heads, self.d_head
         start, end = self.length, self.length + new
         norm1, norm2, norm3 = weights.norms
-        # masked self-attention: the new keys and values go into the cache, the queries attend to
-        # every position so far
-        if record is None:
-            qkv = weights.qkv(y).view(batch, new, 3, heads, d_head)
-            kv.narrow(3, start, new).copy_(qkv[:, :, 1:].permute(2, 0, 3, 1, 4))  # (2, B, H, T, K)
-            query = qkv[:, :, 0].transpose(1, 2)  # (B, H, T, K)
-            keys, values = kv.narrow(3, 0, end).unbind(0)
-        else:
-            own = layer.self_attention
-            query, k, v = (self._rows(linear(y)) for linear in (own.w_q, own.w_k, own.w_v))
-            kv[0].narrow(2, start, new).copy_(k)
-            kv[1].narrow(2, start, new).copy_(v)
-            # from an empty cache the keys are the ones just computed: attending to them, not to
-            # the cache, keeps autograd's graph (gradient flow) clear of the buffer written in place
-            keys, values = (k, v) if start == 0 else kv.narrow(3, 0, end).unbind(0)
+        # masked self-attention: Q, K and V in one product; the new keys and values go into the
+        # cache, the queries attend to every position so far
+        qkv = torch.addmm(weights.qkv.bias, y, weights.qkv.transposed).view(batch, new, 3, heads, d_head)
+        kv.narrow(3, start, new).copy_(qkv[:, :, 1:].permute(2, 0, 3, 1, 4))  # (2, B, H, T, K)
+        keys, values = kv.narrow(3, 0, end).unbind(0)
         mask = None if new == 1 else _later_blocked(start, new, y.device)  # a row sees its past
-        attended = self._attend(query, keys, values, mask, _part(record, "self_attention"))
-        y = self._add_norm(y, self._merge(off, "self_attention", attended, y.shape,
-                                          weights.out, layer.self_attention.w_o, record),
-                           off, "self_attention", norm1, record)
+        attended = F.scaled_dot_product_attention(qkv[:, :, 0].transpose(1, 2), keys, values,
+                                                  attn_mask=mask)  # (B, H, T, K)
+        if off is not None:
+            attended = _heads_off(off, "self_attention", attended)
+        output = torch.addmm(weights.out.bias, attended.transpose(1, 2).reshape(y.shape),
+                             weights.out.transposed)
+        y = torch.layer_norm(y + (output if off is None else off.output("self_attention", output)),
+                             *norm1)
         # cross-attention to the source, whose keys and values were projected once
         cross_keys, cross_values = self._rows_cross[index]
-        query = self._rows(weights.cross_q(y) if record is None else layer.cross_attention.w_q(y))
-        crossed = self._attend(query, cross_keys, cross_values, self.src_mask,
-                               _part(record, "cross_attention"))
-        y = self._add_norm(y, self._merge(off, "cross_attention", crossed, y.shape,
-                                          weights.cross_out, layer.cross_attention.w_o, record),
-                           off, "cross_attention", norm2, record)
+        query = torch.addmm(weights.cross_q.bias, y, weights.cross_q.transposed)
+        crossed = F.scaled_dot_product_attention(
+            query.view(batch, new, heads, d_head).transpose(1, 2), cross_keys, cross_values,
+            attn_mask=self.src_mask)
+        if off is not None:
+            crossed = _heads_off(off, "cross_attention", crossed)
+        output = torch.addmm(weights.cross_out.bias, crossed.transpose(1, 2).reshape(y.shape),
+                             weights.cross_out.transposed)
+        y = torch.layer_norm(y + (output if off is None else off.output("cross_attention", output)),
+                             *norm2)
         # position-wise feed-forward
-        if record is None:
-            ffn = weights.ffn2(weights.activate(weights.ffn1(y)))
-        else:
-            hidden = layer.ffn.activate(layer.ffn.linear1(y))
-            _part(record, "ffn")["hidden"] = hidden
-            ffn = layer.ffn.linear2(hidden)
-        return self._add_norm(y, ffn, off, "ffn", norm3, record)
+        hidden = weights.activate(torch.addmm(weights.ffn1.bias, y, weights.ffn1.transposed))
+        output = torch.addmm(weights.ffn2.bias, hidden, weights.ffn2.transposed)
+        return torch.layer_norm(y + (output if off is None else off.output("ffn", output)), *norm3)
+
+    def _record_layer_step(self, index: int, y: Tensor, off: LayerOff | None) -> Tensor:
+        """Decoder layer ``index`` for the step's new positions (B, T, D), each product the
+        layer's own ``nn.Linear`` and attention written out, recorded as ``DecoderLayer`` records."""
+        weights, kv, record = self.weights.layers[index], self.kv[index], self._record[index]
+        layer = weights.layer
+        new, start = self._shape[1], self.length
+        norm1, norm2, norm3 = weights.norms
+        own = layer.self_attention
+        query, k, v = (self._rows(linear(y)) for linear in (own.w_q, own.w_k, own.w_v))
+        kv[0].narrow(2, start, new).copy_(k)
+        kv[1].narrow(2, start, new).copy_(v)
+        # from an empty cache the keys are the ones just computed: attending to them, not to the
+        # cache, keeps autograd's graph (gradient flow) clear of the buffer written in place
+        keys, values = (k, v) if start == 0 else kv.narrow(3, 0, start + new).unbind(0)
+        mask = None if new == 1 else _later_blocked(start, new, y.device)
+        attended = scaled_dot_product_attention(query, keys, values, mask,
+                                                _part(record, "self_attention"))[0]
+        y = self._add_norm(y, self._merge(off, "self_attention", attended, y.shape, own.w_o),
+                           off, "self_attention", norm1, record)
+        cross_keys, cross_values = self._rows_cross[index]
+        crossed = scaled_dot_product_attention(
+            self._rows(layer.cross_attention.w_q(y)), cross_keys, cross_values, self.src_mask,
+            _part(record, "cross_attention"))[0]
+        y = self._add_norm(y, self._merge(off, "cross_attention", crossed, y.shape,
+                                          layer.cross_attention.w_o),
+                           off, "cross_attention", norm2, record)
+        hidden = layer.ffn.activate(layer.ffn.linear1(y))
+        _part(record, "ffn")["hidden"] = hidden
+        return self._add_norm(y, layer.ffn.linear2(hidden), off, "ffn", norm3, record)
 
     def _rows(self, x: Tensor) -> Tensor:
         """(B·T, D) or (B, T, D) → (B, H, T, K) for the step in progress."""
         batch, new = self._shape
         return x.view(batch, new, self.heads, self.d_head).transpose(1, 2)
 
-    @staticmethod
-    def _attend(query: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None,
-                record: dict | None) -> Tensor:
-        """softmax(QKᵀ/√d_k, masked)·V per head (B, H, T, K): fused, or written out and recorded."""
-        if record is None:
-            return F.scaled_dot_product_attention(query, keys, values, attn_mask=mask)
-        return scaled_dot_product_attention(query, keys, values, mask, record)[0]
-
     def _merge(self, off: LayerOff | None, sublayer: str, heads: Tensor, shape: torch.Size,
-               fused: _Projection, linear: nn.Linear, record: dict | None) -> Tensor:
+               linear: nn.Linear) -> Tensor:
         """The heads (B, H, T, K), those ``off`` switches off replaced, concatenated and
         projected by W_O: ``shape``, the layer input's."""
-        heads = _heads_off(off, sublayer, heads)
-        merged = heads.transpose(1, 2).reshape(shape)
-        return fused(merged) if record is None else linear(merged)
+        return linear(_heads_off(off, sublayer, heads).transpose(1, 2).reshape(shape))
 
-    def _add_norm(self, y: Tensor, output: Tensor, off: LayerOff | None, sublayer: str,
-                  norm: tuple, record: dict | None) -> Tensor:
+    @staticmethod
+    def _add_norm(y: Tensor, output: Tensor, off: LayerOff | None, sublayer: str, norm: tuple,
+                  record: dict) -> Tensor:
         """LayerNorm(y + what the sublayer adds), recorded as ``AddNorm`` records it."""
         output = _output(off, sublayer, output)
         summed = y + output
         normed = torch.layer_norm(summed, *norm)
-        if record is not None:
-            _part(record, f"{sublayer}_add_norm").update(
-                residual=y, sublayer=output, sum=summed, normed=normed)
+        _part(record, f"{sublayer}_add_norm").update(
+            residual=y, sublayer=output, sum=summed, normed=normed)
         return normed
 
     def step_without_cache(self, prefix: Tensor) -> Tensor:
