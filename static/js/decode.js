@@ -52,7 +52,7 @@
     slider.value = step;
     document.getElementById("prev-step").disabled = step <= 0;
     document.getElementById("next-step").disabled = step >= total - 1;
-    document.getElementById("translation").textContent = `${ITT.t("word.translation")}: ${data.translation || "∅"}`;
+    document.getElementById("translation").textContent = ITT.t("decode.translation", { text: data.translation || "∅" });
     if (!total) return;
     const current = steps[step];
     document.getElementById("step-title").textContent = ITT.t("decode.step_of", { n: step + 1, total });
@@ -92,7 +92,7 @@
     drawWhy().catch((error) => ITT.showError(error.message));
   }
 
-  // -- Why this character? The logit lens and source attributions, fetched per step when open ----
+  // -- Why this token? The logit lens and source attributions, fetched per step when open --------
   let whyShown = "";
   let whyPending = "";
   let whyRequests = 0;
