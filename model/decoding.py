@@ -3,7 +3,7 @@
 The encoder runs once; the decoder then produces one token per step. With ``use_cache=True``
 (the default) each layer keeps the keys and values of the positions already decoded (the KV
 cache), so a step feeds only the newest token; every strategy, forcing and ablation
-(``ablation=``, ``model.transformer.Ablation``) run on that one cached step, ``model/lean.py``'s
+(``ablation=``, ``model.parts_off.Ablation``) run on that one cached step, ``model/lean.py``'s
 ``CachedDecoder`` (the same weights, nothing recorded). With ``use_cache=False`` every step re-runs
 the written-out decoder over the whole prefix; both give the same tokens, which the tests check.
 """
@@ -17,13 +17,13 @@ import torch
 from torch import Tensor
 
 from model.lean import CachedDecoder
+from model.parts_off import Ablation
 from model.tokenizer import MAX_TARGET_TOKENS
 from model.transformer import (
     BOS_ID,
     EOS_ID,
     NEVER_GENERATED,
     PAD_ID,
-    Ablation,
     Transformer,
     mask_special,
 )

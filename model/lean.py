@@ -34,11 +34,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from model.parts_off import Ablation, LayerOff
 from model.transformer import (
     NEVER_GENERATED,
     PAD_ID,
-    Ablation,
-    LayerOff,
     Transformer,
     padding_mask,
     scaled_dot_product_attention,

@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from model.adapters.ct2 import Drafter
@@ -30,13 +29,13 @@ from model.decoding import (
 )
 from model.explain import kv_cache
 from model.explain.record import RecordedPass
+from model.explain.score import Score, teacher_forced_score
 from model.explain.trace import (
     TOP_CANDIDATES,
     BeamNodeInfo,
     Candidate,
     Step,
     Trace,
-    _round,
     entropy_per_row,
     shown_hypotheses,
 )
@@ -103,26 +102,6 @@ class Translation:
     target_tokens: list[str]
     steps: list[Step]
     finished: bool  # False when max_len cut it off before <eos>
-
-
-@dataclass
-class Score:
-    """Teacher-forced scoring of one (source, reference) pair: one backward pass, no update."""
-
-    source_tokens: list[str]
-    decoder_input: list[str]  # <bos> + reference
-    labels: list[str]  # reference + <eos>: the decoder input shifted left by one
-    predicted: list[str]  # the model's most likely token at each position (teacher forcing)
-    label_prob: list[float]  # probability the model gave to the right label
-    cross_entropy: list[float]  # -log p(label), per position
-    smoothed_cross_entropy: list[float]  # with label smoothing, per position
-    loss: float  # mean cross-entropy
-    smoothed_loss: float
-    label_smoothing: float
-    grad_norm: float  # gradient norm of the smoothed loss, before clipping
-    clipped_grad_norm: float  # after clipping to ``clip``
-    clip: float
-    unknown_characters: list[str]
 
 
 def _replay_positions(result: DecodeResult) -> tuple[list[int], list[int]]:
@@ -420,48 +399,13 @@ class Translator:
     def score(
         self, source: str, reference: str, label_smoothing: float = 0.1, clip: float = 1.0
     ) -> Score:
-        """Teacher-forced loss of a pair and the gradient it would produce (no weight update)."""
+        """Teacher-forced loss of a pair and the gradient it would produce, no weight update
+        (``model/explain/score.py``)."""
         src_list = self.source_ids(source)
         reference_ids = self.chinese.encode(reference)
         if not reference_ids:
             raise InputError("reference", "reference must contain at least one character")
-        unknown = [
-            ch for ch, i in zip(self.chinese.characters(reference), reference_ids, strict=True)
-            if i == self.chinese.index["<unk>"]
-        ]
-        decoder_ids = [BOS_ID, *reference_ids]
-        label_ids = [*reference_ids, EOS_ID]
-        src = torch.tensor([src_list])
-        labels = torch.tensor(label_ids)
-        parameters = [p for p in self.model.parameters() if p.requires_grad]
-        with torch.enable_grad():
-            logits = self.model(src, torch.tensor([decoder_ids]))[0]
-            per_token = F.cross_entropy(logits, labels, reduction="none")
-            smoothed = F.cross_entropy(
-                logits, labels, reduction="none", label_smoothing=label_smoothing
-            )
-            # autograd.grad leaves every parameter's .grad untouched, so concurrent requests
-            # cannot mix their gradients and the model is never changed.
-            grads = torch.autograd.grad(smoothed.mean(), parameters)
-        grad_norm = float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads])))
-        clipped = grad_norm * min(1.0, clip / (grad_norm + 1e-6))
-        probs = torch.softmax(logits.detach(), dim=-1)
-        return Score(
-            source_tokens=self.source_tokens(src_list),
-            decoder_input=self.target_tokens(decoder_ids),
-            labels=self.target_tokens(label_ids),
-            predicted=self.target_tokens(probs.argmax(dim=-1).tolist()),
-            label_prob=_round(probs[torch.arange(len(label_ids)), labels], 6),
-            cross_entropy=_round(per_token.detach(), 5),
-            smoothed_cross_entropy=_round(smoothed.detach(), 5),
-            loss=round(per_token.mean().item(), 5),
-            smoothed_loss=round(smoothed.mean().item(), 5),
-            label_smoothing=label_smoothing,
-            grad_norm=round(grad_norm, 5),
-            clipped_grad_norm=round(clipped, 5),
-            clip=clip,
-            unknown_characters=unknown,
-        )
+        return teacher_forced_score(self, src_list, reference, reference_ids, label_smoothing, clip)
 
     # -- KV cache --------------------------------------------------------------------------
 

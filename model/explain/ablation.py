@@ -2,7 +2,7 @@
 
 Attention weights say where a head looked, not whether the translation needed it. This module asks
 the second question the way researchers do — remove the part, measure — with the model's own
-computation: ``model.transformer.Ablation``, an argument of ``encode`` / ``decode``.
+computation: ``model.parts_off.Ablation``, an argument of ``encode`` / ``decode``.
 
 - :func:`retranslate`: translate again with some parts off, and the original translation's
   probability, character by character, with and without them (teacher-forced, one batched pass).
@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING
 import torch
 
 from model.decoding import DecodingOptions, generate, mask_special, pad
-from model.transformer import BOS_ID, EOS_ID, PAD_ID, Ablation, Head, TransformerConfig
+from model.parts_off import Ablation, Head
+from model.transformer import BOS_ID, EOS_ID, PAD_ID, TransformerConfig
 from model.translator import InputError
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Switching parts off is the model's own computation (model.transformer.Ablation,
+"""Switching parts off is the model's own computation (model.parts_off.Ablation,
 model/explain/ablation.py), on the tiny random model and on the tiny Hugging Face Marian model.
 
 Each ablation is checked against a second, independent way to get it: a copy of the model whose
@@ -16,7 +16,8 @@ import torch
 
 from model.decoding import DecodingOptions, generate
 from model.explain import ablation as ab
-from model.transformer import Ablation, mask_special
+from model.parts_off import Ablation
+from model.transformer import mask_special
 from model.translator import InputError
 
 TEXT = "He gave her a flower because she was sad."

@@ -19,7 +19,8 @@ from bench.common import sentences
 from model import decoding
 from model.decoding import DecodingOptions, UncachedDecoder, generate, greedy_batch
 from model.lean import CachedDecoder
-from model.transformer import BOS_ID, PAD_ID, Ablation, Transformer, TransformerConfig
+from model.parts_off import Ablation
+from model.transformer import BOS_ID, PAD_ID, Transformer, TransformerConfig
 
 CONFIG = TransformerConfig(
     src_vocab_size=30, tgt_vocab_size=25, d_model=32, n_heads=4,
