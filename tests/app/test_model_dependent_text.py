@@ -214,3 +214,15 @@ def test_the_optimizer_settings_are_claimed_only_for_our_model(clients, lang):
             "zh": "本模型正是用这组设置训练的"}[lang]
     assert ours in visible(clients["ours"], "/training", lang)
     assert ours not in visible(clients["marian"], "/training", lang)
+
+
+def test_chinese_sentences_are_joined_without_a_space(clients):
+    """Two Chinese sentences of one paragraph follow each other directly (。点…, not 。 点…);
+    the English ones keep their space."""
+    client = clients["ours"]
+    client.cookies.set("lang", "zh")
+    html = client.get("/decode").text
+    assert re.search(r"。\s+<span class=\"keys-hint\">", html) is None
+    assert re.search(r"[。）]\s+点任意候选词元", html) is None
+    client.cookies.set("lang", "en")
+    assert re.search(r"\. <span class=\"keys-hint\">", client.get("/decode").text)
