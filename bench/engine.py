@@ -18,7 +18,8 @@ process and one thread each, for the same unseen ~10-word sentences:
 - ``ct2``       — CTranslate2 float32 ``translate_batch`` with the same strategy,
 
 for greedy and for beam 4, and prints p50/p90, the ratios to CTranslate2, whether every output is
-identical token for token, and (greedy) how many drafts our model accepted unchanged.
+identical token for token, and (greedy) how many drafts our model accepted unchanged. What is
+loaded is frozen out of Python's garbage collector first (``gc.freeze``), as the app's start-up does.
 
 ``--before TREE`` (a checkout of an earlier commit, e.g. ``git worktree add /tmp/before 4d45d7f``)
 adds that tree's whole model package to the same interleaved loop: a second process imports
@@ -32,6 +33,7 @@ identical before and after.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -96,6 +98,8 @@ def worker(checkpoint: Path) -> None:
     """``--worker``: answer Before's requests with this process's ``model`` package."""
     torch.set_num_threads(1)
     translator = Translator.load(checkpoint)
+    gc.collect()
+    gc.freeze()  # as main() and the app's start-up do
     for line in sys.stdin:
         request = json.loads(line)
         options = DecodingOptions(**request["options"])
@@ -181,6 +185,9 @@ def main() -> None:
     texts = sentences(10, args.sentences, offset=4242)
     print("machine:", machine())
     engine = ct2.load(translator, "float32", threads=1)
+    # as the app's start-up does: the garbage collector no longer walks what is loaded by now
+    gc.collect()
+    gc.freeze()
     for label, options in (
         ("greedy", DecodingOptions()),
         ("beam 4, length penalty 0.6 (the app's default)",
