@@ -226,3 +226,29 @@ def test_chinese_sentences_are_joined_without_a_space(clients):
     assert re.search(r"[。）]\s+点任意候选词元", html) is None
     client.cookies.set("lang", "en")
     assert re.search(r"\. <span class=\"keys-hint\">", client.get("/decode").text)
+
+
+@pytest.fixture(scope="module")
+def untied(tmp_path_factory):
+    """A tiny Marian model whose output layer has its own matrix (tie_word_embeddings false)."""
+    from tests.marian_folder import make_tiny_marian
+
+    folder = make_tiny_marian(tmp_path_factory.mktemp("untied") / "opus-mt-en-zh-untied",
+                              tie_word_embeddings=False)
+    app = create_app(Settings(model=str(folder), cache_size=8, access_log=False))
+    with TestClient(app) as client:
+        yield client
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_untied_output_layer_is_not_called_shared(clients, untied, lang):
+    """/pipeline's parameter table and the x-ray's output block say the output layer shares the
+    Chinese embedding only when it does; the x-ray's script learns it from the page's config."""
+    shared = {"en": "shares the Chinese embedding", "zh": "与中文嵌入共享权重"}[lang]
+    assert shared in visible(clients["ours"], "/pipeline", lang)
+    assert shared not in visible(untied, "/pipeline", lang)
+    assert untied.app.state.translator.config.tie_output is False
+    for client, tied in ((clients["ours"], True), (untied, False)):
+        page_data = re.search(r'id="page-data">(.*?)</script>', client.get("/").text).group(1)
+        data = json.loads(unescape(page_data))
+        assert data["config"]["tie_output"] is tied

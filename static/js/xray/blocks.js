@@ -308,7 +308,7 @@ export function renderBlock(state) {
     parts.push(vectorStep("result", t("xray.b.ffn_out"), data.output));
   } else if (row.part === "logits") {
     parts.push(vectorStep("x", t("xray.b.final"), data.x));
-    parts.push(previewStep("w_out", t("xray.b.wout"), data.weights.w_out));
+    parts.push(previewStep("w_out", t(cfg.tie_output === false ? "xray.b.wout_untied" : "xray.b.wout"), data.weights.w_out));
     const table = el("table", null, "xr-dist");
     const tbody = el("tbody");
     for (const c of data.top) {

@@ -2,7 +2,7 @@
    the palette's colour scales (ITT.palette). ITT is common.js's global (loaded before this module). */
 
 export const t = ITT.t;
-export const cfg = ITT.pageData.config; // d_model, n_heads, layer counts, d_ff, activation
+export const cfg = ITT.pageData.config; // d_model, n_heads, layer counts, d_ff, activation, tie_output
 export const SIZES = JSON.parse(document.getElementById("xr-sizes").textContent); // vocabulary sizes
 const SVG = "http://www.w3.org/2000/svg";
 
