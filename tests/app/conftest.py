@@ -19,6 +19,16 @@ def app_client(tiny_checkpoint):
         yield client
 
 
+@pytest.fixture(autouse=True)
+def _no_cookie_outlives_its_test(request):
+    """``app_client`` is shared by every file a worker runs, in whatever order pytest-xdist hands
+    them out: a cookie one test was given (``lang`` from /lang/en) must not change the language of
+    the next file's pages."""
+    yield
+    if "app_client" in request.fixturenames:
+        request.getfixturevalue("app_client").cookies.clear()
+
+
 @pytest.fixture()
 def fresh_client(tiny_checkpoint, tiny_translator):
     """An app with an empty trace cache, sharing the already-loaded tiny translator."""
