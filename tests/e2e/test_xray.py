@@ -250,6 +250,10 @@ def test_play_the_seed_sentence_through_every_step_and_sub_step(page, server):
             assert sorted(lit) == ["dec-chosen", "dec-output"]
             assert chosen == [s["token"] for s in steps[: t + 1]]
             assert f"{steps[t]['prob']:.3f}" in narration
+            top = ", ".join(f"P({c['token']}) = {c['prob']:.3f}" for c in steps[t]["top"][:3])
+            assert top in narration, (narration, top)  # the three likeliest, in order
+            if steps[t]["token"] == "<eos>":
+                assert narration.endswith("most likely: <eos>, and the translation is finished.")
         elif sub == 0:  # the new token enters
             assert sorted(lit) == ["dec-embedding", "dec-tokens"]
             assert chosen == [s["token"] for s in steps[:t]]

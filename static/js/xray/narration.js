@@ -58,7 +58,8 @@ function decoderText(frame) {
       d: cfg.d_model });
   }
   if (frame.part === "logits") {
-    const top = step.top.slice(0, 3).map((c) => `P(${c.token}) = ${fixed(c.prob, 3)}`).join(", ");
+    const top = step.top.slice(0, 3).map((c) => `P(${c.token}) = ${fixed(c.prob, 3)}`)
+      .join(t("xray.how.top_sep"));
     const how = t(step.forced ? "xray.how.forced" : `xray.how.${tr.options.strategy}`);
     return step.token === "<eos>"
       ? t(`${key}_eos`, { top, how })
