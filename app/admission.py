@@ -94,13 +94,15 @@ class Claim:
 
 @dataclass
 class Appointment:
-    """A refused request's promised return: at ``at`` its ``mean`` seconds of work (``bound`` with
-    two deviations) fit within its ``budget``; ``order`` keeps its place in its route's line."""
+    """A refused request's promised return: at ``at`` its work (its first call's ``kind`` and what
+    its ``route`` asks after it, estimated afresh each time: a kind measured since it was refused
+    plans with the measurement) fits within its ``budget``; ``order`` keeps its place in its
+    route's line."""
 
     key: Hashable
     at: float  # monotonic
-    mean: float
-    bound: float
+    kind: tuple
+    route: str
     budget: float
     order: int
 
@@ -180,12 +182,17 @@ class Admission:
 
     # -- the plan: estimates, order, who fits ----------------------------------------------------
 
+    def planned(self, first_kind: tuple, route: str) -> tuple[float, float]:
+        """The model seconds a request of ``route`` whose first call is of ``first_kind`` is
+        expected to need in all: mean and deviation."""
+        first = self.costs.estimate(first_kind)
+        follow = self.costs.follow.get(route)
+        return (first.mean + (follow.mean if follow else 0.0),
+                math.hypot(first.dev, follow.dev if follow else 0.0))
+
     def need(self, claim: Claim, now: float) -> tuple[float, float]:
         """The model seconds the claim still needs: expected (mean) and its deviation."""
-        first = self.costs.estimate(claim.first_kind)
-        follow = self.costs.follow.get(claim.route)
-        planned = first.mean + (follow.mean if follow else 0.0)
-        dev = math.hypot(first.dev, follow.dev if follow else 0.0)
+        planned, dev = self.planned(claim.first_kind, claim.route)
         used = claim.spent
         left_now = sum(self.costs.estimate(job.kind).mean for job in claim.jobs)
         if claim.running is not None:
@@ -364,12 +371,13 @@ class Admission:
         admitted now (served before them) and ``without`` taken back."""
         free = self._admitted_until(now, claim, without)
         for a in self.appointments:
-            if a.bound > a.budget / 2:  # not even an idle thread could keep it: it holds no room
+            mean, dev = self.planned(a.kind, a.route)
+            if mean + 2 * dev > a.budget / 2:  # not even an idle thread could keep it: no room held
                 continue
             start = max(free, a.at)
-            if start + a.bound > a.at + a.budget / 2:
+            if start + mean + 2 * dev > a.at + a.budget / 2:
                 return False
-            free = start + a.mean
+            free = start + mean
         return True
 
     def _appoint(self, claim: Claim, now: float) -> int:
@@ -384,15 +392,15 @@ class Admission:
         done = self._admitted_until(now)
         free = done
         for a in self.appointments:
-            free = max(free, a.at) + a.mean
+            free = max(free, a.at) + self.planned(a.kind, a.route)[0]
         at = max(done, free + bound - budget / 2, now + 1)
         seconds = max(1, math.ceil(at - now))
-        # no room is kept for a call expected to take more than half its time limit: it could
-        # not be kept (a booked slot nobody can use would turn away every new request until it
-        # lapsed, and each of those would book another)
-        if bound <= budget / 2 and len(self.appointments) < APPOINTMENTS_PER_QUEUE * self.max_queue:
-            self.appointments.append(Appointment(claim.key, now + seconds, mean, bound, budget,
-                                                 claim.order))
+        # a call expected to take more than half its time limit keeps its place in line and
+        # moves the later appointments back, but holds no room (``_keeps_appointments``): a
+        # booked slot nobody could use would turn away every new request until it lapsed
+        if len(self.appointments) < APPOINTMENTS_PER_QUEUE * self.max_queue:
+            self.appointments.append(Appointment(claim.key, now + seconds, claim.first_kind,
+                                                 claim.route, budget, claim.order))
             self.appointments.sort(key=lambda a: a.at)
         return seconds
 

@@ -144,15 +144,20 @@ class Engine:
                     if latest is not None and now >= latest:
                         self.admission.refuse(job.claim, now)
 
-    def warm_up(self) -> None:
-        """Run the model once per common decoding strategy before serving: the first calls pay
-        for allocations, and admission starts with measured traces instead of a prior."""
+    def warm_up(self, *calls: tuple[Callable, tuple]) -> None:
+        """Run the model once per common decoding strategy before serving, then each of
+        ``calls`` (a function and its arguments) once: the first calls pay for allocations, and
+        admission starts with measured seconds instead of a prior (a prior is a guess made for
+        the slowest machine: a kind planned at several times its real cost is refused, and
+        told to come back, while the thread has room for it)."""
         for strategy in ("greedy", "beam"):
             decoding = DecodingOptions(strategy=strategy, max_len=128)
             self.run(self.translator.trace, WARM_UP_TEXT, decoding, None)
             with self._lock:  # the cold call measured the first-call cost, not the call
                 self.costs.calls.pop(kind(self.translator.trace, (WARM_UP_TEXT, decoding, None)))
             self.run(self.translator.trace, WARM_UP_TEXT, decoding, None)
+        for call, args in calls:
+            self.run(call, *args)
 
     def _submit(self, ticket: Ticket, call: Callable, args: tuple, kwargs: dict) -> Job:
         """Queue the call, admitting its request first if this is its first call."""

@@ -12,7 +12,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from app import api, layout, middleware
-from app.engine import Engine
+from app.engine import WARM_UP_TEXT, Engine
 from app.pages import (
     ablation,
     attention,
@@ -54,7 +54,8 @@ def create_app(settings: Settings | None = None, translator: Translator | None =
             model.drafter()  # build the greedy drafter now, not on the first visitor's request
         app.state.translator = model
         app.state.engine = Engine(model, settings.cache_size, settings.cache_mb, settings.max_queue)
-        app.state.engine.warm_up()
+        # the KV-cache race: one race, as long as the page's default (its prior is a budget)
+        app.state.engine.warm_up((kv_cache.race_runs, (model, WARM_UP_TEXT, kv_cache.DEFAULT_STEPS, 1)))
         # what is loaded now lives as long as the app: frozen, Python's cyclic garbage collector
         # no longer walks its ~240,000 objects in every full collection, which lands inside a
         # request now and then (bench/README.md: 1.3 s under load, then ~0 ms)

@@ -35,11 +35,12 @@ router = APIRouter()
 PageText = page_text("kv_cache")
 MAX_KV_STEPS = 128
 MAX_RUNS = 9
+DEFAULT_STEPS = 32
 RACE_BUDGET_S = 6.0  # after the first race, start another only while the races so far took less
 
 
 class KVCacheQuery(TextQuery):
-    steps: int = Field(32, ge=1, le=MAX_KV_STEPS,
+    steps: int = Field(DEFAULT_STEPS, ge=1, le=MAX_KV_STEPS,
                        description=f"tokens to generate in each run, 1–{MAX_KV_STEPS}")
     runs: int = Field(3, ge=1, le=MAX_RUNS,
                       description=f"races to time (1–{MAX_RUNS}); fewer are run when the first ones "
@@ -57,7 +58,7 @@ def steps_value(raw: str | None) -> str:
     if raw and len(raw) <= len(str(MAX_KV_STEPS)) and raw.isascii() and raw.isdigit() \
             and 1 <= int(raw) <= MAX_KV_STEPS:
         return str(int(raw))
-    return "32"
+    return str(DEFAULT_STEPS)
 
 
 @router.get("/kv-cache", response_class=HTMLResponse, include_in_schema=False)

@@ -215,3 +215,39 @@ def test_what_a_route_asks_after_its_first_call_is_learnt(fresh_client):
     assert response.status_code == 200, response.text
     wait_until(lambda: "/api/figures/interpret" in engine._follow, "the follow-up learnt")
     assert engine._follow["/api/figures/interpret"].mean > 0
+
+
+def test_refused_requests_of_an_expensive_kind_are_told_turns_that_each_keep(tiny_translator):
+    """Calls that take more than half their time limit hold no room while their clients are
+    away, but each refused one keeps its place in line: two refused together are told different
+    times, and each is admitted when it comes back at its own (they were once told the same
+    second, and the second to arrive was refused again)."""
+    from app.costs import kind
+
+    engine = Engine(tiny_translator)
+    running = threading.Event()
+
+    def heavy() -> None:  # 1 s of a 2 s limit
+        running.set()
+        time.sleep(1.0)
+
+    for _ in range(3):
+        engine.costs.learn(kind(heavy, ()), 1.0)  # measured: its bound is now within its limit
+    ROUTES["/heavy"] = [heavy]
+    try:
+        holder = threading.Thread(target=serve, args=(engine, "/heavy", 2.0))
+        holder.start()
+        wait_until(running.is_set, "the first heavy call is running")
+        refused = [serve(engine, "/heavy", 2.0) for _ in range(2)]
+        assert [o["status"] for o in refused] == ["shed", "shed"], refused
+        waits = sorted(o["retry_after"] for o in refused)
+        assert waits[0] < waits[1], refused  # a turn each
+        sent = time.monotonic()
+        again = []
+        for wait in waits:  # each client comes back when it was told
+            time.sleep(max(0.0, sent + wait - time.monotonic()))
+            again.append(serve(engine, "/heavy", 2.0)["status"])
+        holder.join()
+    finally:
+        del ROUTES["/heavy"]
+    assert again == ["served", "served"], (waits, again)
