@@ -59,6 +59,29 @@ def make_tiny_checkpoint(path: Path, seed: int = 0, **overrides) -> Path:
     return path
 
 
+# Files whose tests pytest-xdist may hand to different workers: long, independent tests (a browser
+# sweep per page or per viewport) that use only session fixtures. Every other file runs whole on
+# one worker (--dist loadfile): its module fixtures set up once, its order kept.
+SPREAD = {"tests/prod/test_xss_browser.py"}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile, except that each test of a SPREAD file is a unit of its own. (Not --dist
+    loadgroup: pytest-xdist 3.8 marks a group by rewriting ``item._nodeid``, which pytest 9.2 no
+    longer reads, so every test would be a unit of its own.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LoadFileUnlessSpread(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in SPREAD else path
+
+    return LoadFileUnlessSpread(config, log)
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory) -> Path:
     return make_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "checkpoint")

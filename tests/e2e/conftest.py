@@ -106,6 +106,35 @@ def wait_idle(page) -> None:
     page.locator("body.busy").wait_for(state="detached")  # no wait_for_function: CSP forbids eval
 
 
+def track_requests(page) -> set:
+    """The page's requests still in flight, kept up to date from Playwright's events."""
+    in_flight: set = set()
+    page.on("request", lambda r: in_flight.add(r))
+    page.on("requestfinished", lambda r: in_flight.discard(r))
+    page.on("requestfailed", lambda r: in_flight.discard(r))
+    return in_flight
+
+
+# two animation frames: whatever the page's scripts queued after their last answer has run
+FRAMES = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+def settle(page, in_flight: set, timeout_s: float = 60) -> None:
+    """Until the page has loaded, no model call is pending (its busy counter), no request is in
+    flight (``track_requests``) and it stays so over two animation frames: what networkidle
+    checks, without its fixed 500 ms of quiet after every load."""
+    deadline = time.monotonic() + timeout_s
+    page.wait_for_load_state("load")
+    while True:
+        # no wait_for_function: CSP forbids eval
+        page.locator("body.busy").wait_for(state="detached",
+                                           timeout=max(1.0, deadline - time.monotonic()) * 1000)
+        page.evaluate(FRAMES)
+        if not in_flight and page.locator("body.busy").count() == 0:
+            return
+        assert time.monotonic() < deadline, f"still loading after {timeout_s} s: {in_flight}"
+
+
 class Watch:
     """Console errors and every request URL a page made."""
 
