@@ -24,7 +24,10 @@ class Estimate:
     trip. The plan counts ``bound`` (mean + 2 deviations), Retry-After the mean."""
 
     def __init__(self, seconds: float):
-        self.mean, self.dev = seconds, seconds / 2  # one measurement says little: a wide bound
+        # one measurement says little: a bound of 1.5× it (TCP starts at 2×; the same kind of
+        # call here varies by tens of percent, and a bound of 2× an interpret's 8 s left no room
+        # for it after anything else in a burst: bench/README.md, "Honoured retries")
+        self.mean, self.dev = seconds, seconds / 4
 
     def add(self, seconds: float) -> None:
         self.dev = 0.75 * self.dev + 0.25 * abs(seconds - self.mean)
@@ -56,14 +59,18 @@ class Costs:
         """What one call of ``kind`` is expected to take: measured; else guessed from the same
         function's measured kinds whose arguments differ least from these (a greedy trace of
         max_len 64 from one of max_len 128 rather than from a beam search): the nearest one at
-        least as long as is, or the longest shorter one scaled up to this text's size; else
-        :data:`PRIOR_S`."""
+        least as long as is, or the longest shorter one scaled up to this text's size, and
+        scaled up by each integer argument larger here (128 KV-cache steps cost about four times
+        32; a race of three runs about three of one), but never past what the function says it
+        can take (its prior); else that prior, or :data:`PRIOR_S`."""
         known = self.calls.get(kind)
         if known is not None:
             return known
+        ceiling = self.priors.get(kind[0])
         same = [(k, e) for k, e in self.calls.items() if k[0] == kind[0]]
         if not same:
-            return prior(self.priors.get(kind[0], PRIOR_S))
+            return prior(ceiling or PRIOR_S)
+
         def differences(k: tuple) -> int:
             if len(k) != len(kind):
                 return len(kind)
@@ -75,12 +82,22 @@ class Costs:
         longer = [(k, e) for k, e in pool if k[-1] >= size]
         if longer:
             nearest = min(k[-1] for k, _ in longer)
-            return max((e for k, e in longer if k[-1] == nearest), key=lambda e: e.bound)
-        nearest = max(k[-1] for k, _ in pool)
-        e = max((e for k, e in pool if k[-1] == nearest), key=lambda e: e.bound)
-        scale = size / nearest if nearest else 1.0
+            near, e = max(((k, e) for k, e in longer if k[-1] == nearest), key=lambda ke: ke[1].bound)
+            scale = 1.0
+        else:
+            nearest = max(k[-1] for k, _ in pool)
+            near, e = max(((k, e) for k, e in pool if k[-1] == nearest), key=lambda ke: ke[1].bound)
+            scale = size / nearest if nearest else 1.0
+        if len(near) == len(kind):
+            for have, want in zip(near[1:-1], kind[1:-1], strict=True):
+                if _integer(have) and _integer(want) and want > have > 0:
+                    scale *= want / have
+        if scale == 1.0:
+            return e
         guess = Estimate(e.mean * scale)
         guess.dev = e.dev * scale
+        if ceiling is not None and guess.mean > ceiling:
+            return prior(ceiling)
         return guess
 
     def measured(self, kind: tuple) -> Estimate | None:
@@ -126,6 +143,10 @@ class Costs:
         if route not in self.follow:
             self.follow[route] = prior(PRIOR_S)
             self.follow_guessed.add(route)
+
+
+def _integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def kind(call: Callable, args: tuple) -> tuple:

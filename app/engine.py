@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Hashable
 from concurrent.futures import CancelledError
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -117,32 +118,42 @@ class Engine:
             now = time.perf_counter()
             started = job.started or now
             ticket.queue_ms += (started - job.submitted) * 1000
-            ticket.model_ms += ((job.ended or now) - started) * 1000
-            if own:
-                self._close(ticket, learn=True)
-        return result, (job.ended - job.started) * 1000
+            computed_ms = ((job.ended or now) - started) * 1000
+            ticket.model_ms += computed_ms
+            if own:  # over, as the middleware ends a request: closed, learnt from, and its
+                # ticket lets go of the callbacks that hold it and the call's future
+                ticket.cancel(REQUEST_OVER)
+            job = None  # an error raised from here keeps this frame, not the job: see ``_wait``
+        return result, computed_ms
 
     def _wait(self, job: Job):
         """The call's result; a new request whose call has not started by the latest moment it
-        could still finish in time is refused then (a call ahead ran longer than measured)."""
+        could still finish in time is refused then (a call ahead ran longer than measured).
+
+        An error it raises holds this frame in its traceback, so the frame lets go of the job,
+        whose future holds the error: otherwise a failed call's trace, tensors and all, would
+        wait in that cycle for Python's cyclic collector (``concurrent.futures`` does the same)."""
         ticket = job.claim.ticket
-        while True:
-            remaining = ticket.remaining()
-            with self._lock:
-                latest = self.admission.latest_start(job, time.monotonic())
-            timeout = remaining if latest is None else max(0.005, latest - time.monotonic())
-            if remaining is not None:
-                timeout = min(timeout, remaining)
-            try:
-                return job.future.result(timeout=timeout)
-            except FutureTimeout:
-                if ticket.cancelled:
-                    raise
+        try:
+            while True:
+                remaining = ticket.remaining()
                 with self._lock:
-                    now = time.monotonic()
-                    latest = self.admission.latest_start(job, now)
-                    if latest is not None and now >= latest:
-                        self.admission.refuse(job.claim, now)
+                    latest = self.admission.latest_start(job, time.monotonic())
+                timeout = remaining if latest is None else max(0.005, latest - time.monotonic())
+                if remaining is not None:
+                    timeout = min(timeout, remaining)
+                try:
+                    return job.future.result(timeout=timeout)
+                except FutureTimeout:
+                    if ticket.cancelled:
+                        raise
+                    with self._lock:
+                        now = time.monotonic()
+                        latest = self.admission.latest_start(job, now)
+                        if latest is not None and now >= latest:
+                            self.admission.refuse(job.claim, now)
+        finally:
+            job = None
 
     def warm_up(self, *calls: tuple[Callable, tuple]) -> None:
         """Run the model once per common decoding strategy before serving, then each of
@@ -179,7 +190,11 @@ class Engine:
                 claim.jobs.append(job)
             self._queue.append(job)
             self.pending += 1
-            job.future.add_done_callback(lambda _: self._done(job))
+            # the callback holds the job weakly: a job holding its future holding a callback
+            # holding the job is a cycle that keeps the result (a trace, tensors and all) until
+            # the cyclic collector runs, long after the request is answered
+            job_ref = weakref.ref(job)
+            job.future.add_done_callback(lambda _: (job := job_ref()) is not None and self._done(job))
             if claim.started:  # work its plan may not have counted: refuse who can no longer fit
                 self.costs.guess_follow(claim.route)  # a route that asks more: the prior first
                 self.admission.shed_late(now)
@@ -257,6 +272,9 @@ class Engine:
                 job.future.set_result(result)
             else:
                 job.future.set_exception(error)
+                # the error's traceback holds this frame: without its locals, no cycle through
+                # the job's future back to the error (as concurrent.futures' own workers do)
+                job = error = None
 
     def _learn(self, job: Job, seconds: float, finished: bool) -> None:
         """After a call: count its time to its request and route, learn how long its kind

@@ -99,6 +99,10 @@ def main(argv: list[str] | None = None) -> None:
     served = Counter(o["route"] for o in first if o["status"] == "served")
     print(f"first tries served per kind (of {args.per_kind}): "
           + ", ".join(f"{route} {served[route]}" for route in ROUTES))
+    in_all = Counter(o["route"] for o in first + again if o["status"] == "served")
+    print(f"served in all, first try or retry (of {args.per_kind}): "
+          + ", ".join(f"{route} {in_all[route]}" for route in ROUTES)
+          + f"; stopped at the deadline: {sum(o['status'] == 'deadline' for o in first + again)}")
     print(f"retries after Retry-After admitted: {sum(o['status'] == 'served' for o in again)} of "
           f"{len(again)} ({dict(Counter(o['status'] for o in again))})")
     print(f"the burst took {took:.0f} s for ~{asked:.0f} s of model time asked; longest "

@@ -331,3 +331,36 @@ def test_what_a_page_derives_from_a_trace_is_kept_with_it_and_counted(tiny_trans
         engine.trace(TraceRequest(text=text, max_len=3))
     assert request.cache_key() not in engine.cache.traces
     assert engine.cache.bytes == sum(size for _, size in engine.cache.traces.values())
+
+
+def test_an_answered_call_leaves_nothing_for_the_cycle_collector(tiny_translator):
+    """A trace (tensors and all) is freed when its request lets go of it, not held in a
+    reference cycle until Python's cyclic collector runs: the server freezes what it loads at
+    start-up, full collections are rare, and a burst's traces once piled up ~100 MB before one
+    came (a job held its future, whose done-callback held the job; a failed call's traceback
+    held the frame holding the job). Nothing of a finished call, answered or failed, is garbage
+    that only the cyclic collector can free."""
+    import gc
+
+    from app.engine import Engine
+    from model.decoding import DecodingOptions
+
+    engine = Engine(tiny_translator)
+
+    def fails() -> None:
+        raise ValueError("a call that fails")
+
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what the collector finds stays in gc.garbage to be looked at
+    try:
+        engine.run(tiny_translator.trace, "The cat sits on the mat.",
+                   DecodingOptions(strategy="beam", beam_size=4), None)
+        with pytest.raises(ValueError):
+            engine.run(fails)
+        gc.collect()
+        kept = {type(o).__name__ for o in gc.garbage} & {"Job", "Future", "Claim", "Trace",
+                                                         "RecordedPass", "ValueError"}
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert not kept, kept
