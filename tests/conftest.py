@@ -62,7 +62,7 @@ def make_tiny_checkpoint(path: Path, seed: int = 0, **overrides) -> Path:
 # Files whose tests pytest-xdist may hand to different workers: long, independent tests (a browser
 # sweep per page or per viewport) that use only session fixtures. Every other file runs whole on
 # one worker (--dist loadfile): its module fixtures set up once, its order kept.
-SPREAD = {"tests/prod/test_xss_browser.py"}
+SPREAD = {"tests/prod/test_xss_browser.py", "tests/e2e/test_accessibility.py"}
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -29,32 +29,42 @@ def violations(page) -> list[tuple]:
     return [(v["id"], v["impact"], [n["target"] for n in v["nodes"][:3]], len(v["nodes"])) for v in found]
 
 
-def sweep(browser, server, paths, lang, width, height, ready) -> dict:
-    context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
-    page = context.new_page()
-    page.goto(f"{server}/lang/{lang}?next=/tour")
-    failed = {}
-    for path in paths:
-        page.goto(f"{server}{path}")
-        ready(page)
-        found = violations(page)
-        if found:
-            failed[path] = found
-    context.close()
-    return failed
+@pytest.fixture(scope="module")
+def sized_pages(browser):
+    """One page per server, language and viewport, reused by every test of that size on this
+    worker: its cache keeps plotly.js compiled, which a fresh context would load and compile again."""
+    pages = {}
+
+    def sized_page(server, lang, width, height):
+        key = (server, lang, width, height)
+        if key not in pages:
+            context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
+            context.add_cookies([{"name": "lang", "value": lang, "url": server}])
+            pages[key] = context.new_page()
+        return pages[key]
+
+    yield sized_page
+    for page in pages.values():
+        page.context.close()
+
+
+# one test per page and size, so that pytest-xdist can spread them (tests/conftest.py's SPREAD)
+@pytest.mark.parametrize(("lang", "width", "height"), SIZES)
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_passes_axe(sized_pages, server, path, lang, width, height):
+    page = sized_pages(server, lang, width, height)
+    page.goto(f"{server}{path}")
+    wait_idle(page)
+    assert violations(page) == []
 
 
 @pytest.mark.parametrize(("lang", "width", "height"), SIZES)
-def test_every_page_passes_axe(browser, server, lang, width, height):
-    assert sweep(browser, server, PAGES, lang, width, height, wait_idle) == {}
-
-
-@pytest.mark.parametrize(("lang", "width", "height"), SIZES)
-def test_the_xray_passes_axe_landing_zoomed_and_in_a_chapter(browser, shipped_server, lang, width, height):
-    def ready(page):
-        page.locator("body[data-xray=ready]").wait_for()
-        wait_idle(page)
-
-    text = "&text=" + quote("The children were playing football in the park when it started to rain.")
-    paths = [path + ("&" if "?" in path else "?") + text[1:] for path in XRAY]
-    assert sweep(browser, shipped_server, paths, lang, width, height, ready) == {}
+@pytest.mark.parametrize("path", XRAY)
+def test_the_xray_passes_axe_landing_zoomed_and_in_a_chapter(sized_pages, shipped_server, path, lang,
+                                                             width, height):
+    text = "text=" + quote("The children were playing football in the park when it started to rain.")
+    page = sized_pages(shipped_server, lang, width, height)
+    page.goto(shipped_server + path + ("&" if "?" in path else "?") + text)
+    page.locator("body[data-xray=ready]").wait_for()
+    wait_idle(page)
+    assert violations(page) == []
