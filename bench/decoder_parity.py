@@ -1,7 +1,7 @@
 """Old decoder against new on the same sentences: do the translations and every shown digit agree?
 
     git worktree add --detach /tmp/old-main <commit>
-    python -m bench.decoder_parity --before /tmp/old-main [--sentences 240]
+    python -m bench.decoder_parity --before /tmp/old-main [--sentences 240] [--keep FILE]
 
 Runs the earlier tree's model package in a subprocess (its own ``model/``, imported from
 ``--before``) and this tree's in this process, on the same weights (this tree's checkpoint) and
@@ -172,6 +172,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--before", type=Path, help="a checkout of the earlier tree")
     parser.add_argument("--sentences", type=int, default=240)
+    parser.add_argument("--keep", type=Path, help="save the earlier tree's records here, or read "
+                        "them from here when the file exists (the earlier tree never changes)")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # write records here, exit
     args = parser.parse_args()
     if args.worker:
@@ -179,12 +181,19 @@ def main() -> None:
         return
     if args.before is None:
         parser.error("--before TREE is needed (git worktree add --detach /tmp/old-main <commit>)")
-    with tempfile.TemporaryDirectory() as folder:
-        dump = Path(folder) / "old.json"
-        env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
-        subprocess.run([sys.executable, str(HERE), "--worker", str(dump), "--sentences",
-                        str(args.sentences)], check=True, cwd=args.before, env=env)
-        old = json.loads(dump.read_text())
+    if args.keep is not None and args.keep.is_file():  # the earlier tree's records, kept
+        old = json.loads(args.keep.read_text())
+        if len(old) != args.sentences:
+            parser.error(f"{args.keep} holds {len(old)} sentences' records, not {args.sentences}")
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            dump = Path(folder) / "old.json"
+            env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
+            subprocess.run([sys.executable, str(HERE), "--worker", str(dump), "--sentences",
+                            str(args.sentences)], check=True, cwd=args.before, env=env)
+            old = json.loads(dump.read_text())
+        if args.keep is not None:
+            args.keep.write_text(json.dumps(old))
     new = json.loads(json.dumps(records(args.sentences)))  # tuples as lists, as the old ones
     result = compare(old, new)
     total = len(new)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import torch
 from torch import Tensor
@@ -275,8 +276,11 @@ def beam_search(
             mask = torch.full_like(log_probs, float("-inf"))
             mask[:, forced[position]] = 0.0
             log_probs = log_probs + mask
-        candidates = scores[:, None] + log_probs  # (R, V)
-        vocab = candidates.size(-1)
+        # each row's 2·beam best continuations (R, 2·beam), scores + log p: a sentence's best
+        # 2·beam are among its rows' (one top-k for every row, not one per sentence)
+        top_scores, top_tokens = torch.topk(log_probs.add_(scores[:, None]),
+                                            min(2 * beam, log_probs.size(-1)), dim=-1)
+        top_scores, top_tokens = top_scores.tolist(), top_tokens.tolist()
         rows, tokens, next_scores, next_owner, next_nodes = [], [], [], [], []
         start = 0
         while start < len(owner):
@@ -285,22 +289,21 @@ def beam_search(
             while end < len(owner) and owner[end] == sentence:
                 end += 1
             search = beams[sentence]
-            flat = candidates[start:end].reshape(-1)
-            top_scores, top_index = torch.topk(flat, min(2 * beam, flat.numel()))
+            ranked = sorted(  # best first; of equal scores, the earlier row and rank
+                ((score, row, token) for row in range(start, end)
+                 for score, token in zip(top_scores[row], top_tokens[row], strict=True)),
+                key=itemgetter(0), reverse=True)
             live = []  # (row, token, score, node)
-            for rank, (score, index) in enumerate(
-                zip(top_scores.tolist(), top_index.tolist(), strict=True)
-            ):
+            for rank, (score, row, token) in enumerate(ranked):
                 if score == float("-inf") or len(live) == beam:
                     break
-                row, token = divmod(index, vocab)
                 if token == EOS_ID and rank >= beam:
                     continue  # as in fairseq: an ending counts only if it ranks within the beam
-                node = search.add(position + 1, token, row_nodes[start + row], score)
+                node = search.add(position + 1, token, row_nodes[row], score)
                 if token == EOS_ID:
                     search.ended.append(node)
                 else:
-                    live.append((start + row, token, score, node))
+                    live.append((row, token, score, node))
             if len(search.ended) >= beam or not live or position + 1 == options.max_len:
                 search.finish(alpha)
             else:

@@ -353,9 +353,9 @@ class CachedDecoder:
             if spare is None or spare.size(2) < rows:
                 spare = self.kv.new_empty((*self.kv.shape[:2], rows, *self.kv.shape[3:]))
             kept = spare[:, :, :rows]
-            kept[:, :, :, :, : self.length] = torch.index_select(
-                self.kv[:, :, :, :, : self.length], 2, indices
-            )
+            # gathered straight into place (no intermediate tensor)
+            torch.index_select(self.kv[:, :, :, :, : self.length], 2, indices,
+                               out=kept[:, :, :, :, : self.length])
             self._spare, self._buffer, self.kv = self._buffer, spare, kept
         if self.cross[0][0].size(0) > 1:  # one source per row: the rows move with their source
             self.cross = [(keys[indices], values[indices]) for keys, values in self.cross]

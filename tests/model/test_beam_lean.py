@@ -15,9 +15,10 @@ import pytest
 import torch
 
 from bench.common import sentences
+from model import decoding
 from model.decoding import DecodingOptions, UncachedDecoder, beam_batch, generate, pad
 from model.lean import CachedDecoder
-from model.transformer import BOS_ID, Transformer, TransformerConfig
+from model.transformer import BOS_ID, EOS_ID, NEVER_GENERATED, Transformer, TransformerConfig
 
 CONFIG = TransformerConfig(
     src_vocab_size=30, tgt_vocab_size=25, d_model=32, n_heads=4,
@@ -98,3 +99,45 @@ def test_shipped_checkpoint_beam_trees_are_the_written_out_ones(shipped_translat
     for text in texts:
         src = torch.tensor([shipped_translator.source_ids(text)])
         assert_same_search(generate(model, src, options), written_out_generate(model, src, options))
+
+
+class _RandomLogits:
+    """A decoder stand-in: random logits per row (<eos> never), one row far ahead at every
+    other step, each returned block kept."""
+
+    def __init__(self, vocab: int):
+        self.vocab, self.returned = vocab, []
+        self.generator = torch.Generator().manual_seed(5)
+
+    def step(self, new_ids):
+        logits = torch.randn(new_ids.size(0), self.vocab, generator=self.generator) * 3
+        if len(self.returned) % 2:
+            logits[-1] += 10.0  # every one of the best continuations comes from the last row
+        logits[:, [EOS_ID, *NEVER_GENERATED]] = float("-inf")
+        self.returned.append(logits)
+        return logits.clone()
+
+    def reorder(self, indices):
+        pass
+
+
+def test_each_step_keeps_the_best_continuations_over_all_rows(monkeypatch):
+    """The search ranks each row's best continuations, then merges the rows: at every step the
+    kept hypotheses must be the flat top ``beam_size`` of score + log p over all rows × vocabulary,
+    also when all of them continue one row."""
+    stub = _RandomLogits(vocab=50)
+    monkeypatch.setattr(decoding, "step_decoder", lambda *args, **kwargs: stub)
+    options = DecodingOptions(strategy="beam", beam_size=4, max_len=6)
+    with torch.inference_mode():
+        nodes = decoding.beam_search(None, torch.tensor([[5, 9, 2]]), None, options)[0].beam_nodes
+        previous = [0]  # the rows' nodes: the root, then each step's kept hypotheses in order
+        for step, logits in enumerate(stub.returned, start=1):
+            scores = torch.tensor([nodes[node].score for node in previous])
+            flat = (scores[:, None] + torch.log_softmax(logits, dim=-1)).reshape(-1)
+            best, where = torch.topk(flat, options.beam_size)
+            expected = [(previous[index // stub.vocab], index % stub.vocab, score)
+                        for score, index in zip(best.tolist(), where.tolist(), strict=True)]
+            kept = [index for index, node in enumerate(nodes) if node.step == step]
+            assert [(nodes[i].parent, nodes[i].token_id, nodes[i].score) for i in kept] == expected
+            previous = kept
+    assert len(stub.returned) == options.max_len
