@@ -59,10 +59,17 @@ def make_tiny_checkpoint(path: Path, seed: int = 0, **overrides) -> Path:
     return path
 
 
-# Files whose tests pytest-xdist may hand to different workers: long, independent tests (a browser
-# sweep per page or per viewport) that use only session fixtures. Every other file runs whole on
-# one worker (--dist loadfile): its module fixtures set up once, its order kept.
-SPREAD = {"tests/prod/test_xss_browser.py", "tests/e2e/test_accessibility.py"}
+# Files whose tests pytest-xdist may hand to different workers: long, independent tests that share
+# only session fixtures (or a module fixture cheap to make twice), e.g. one browser sweep per page.
+# Scheduled after the whole files (pytest-xdist orders units by their number of tests), they fill
+# the end of the run on whichever worker is free. Every other file runs whole on one worker
+# (--dist loadfile): its module fixtures set up once, its order kept.
+SPREAD = {
+    "tests/e2e/test_accessibility.py",
+    "tests/e2e/test_folds.py",
+    "tests/e2e/test_learner.py",
+    "tests/prod/test_xss_browser.py",
+}
 
 
 @pytest.hookimpl(optionalhook=True)
