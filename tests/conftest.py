@@ -68,6 +68,7 @@ SPREAD = {
     "tests/e2e/test_accessibility.py",
     "tests/e2e/test_folds.py",
     "tests/e2e/test_learner.py",
+    "tests/prod/test_schemathesis.py",  # its module fixture: the tiny model's app, ~1 s
     "tests/prod/test_xss_browser.py",
 }
 
