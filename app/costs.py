@@ -59,10 +59,11 @@ class Costs:
         """What one call of ``kind`` is expected to take: measured; else guessed from the same
         function's measured kinds whose arguments differ least from these (a greedy trace of
         max_len 64 from one of max_len 128 rather than from a beam search): the nearest one at
-        least as long as is, or the longest shorter one scaled up to this text's size, and
-        scaled up by each integer argument larger here (128 KV-cache steps cost about four times
-        32; a race of three runs about three of one), but never past what the function says it
-        can take (its prior); else that prior, or :data:`PRIOR_S`."""
+        least as long as is, or the longest shorter one scaled up to this text's size; for a
+        function that says the most it can take (its prior), also scaled up by each integer
+        argument larger here (128 KV-cache steps cost about four times 32, a race of three runs
+        about three of one), never past that most (another function's integers may be a seed,
+        a layer or a head: they say nothing of its cost); else the prior, or :data:`PRIOR_S`."""
         known = self.calls.get(kind)
         if known is not None:
             return known
@@ -88,7 +89,7 @@ class Costs:
             nearest = max(k[-1] for k, _ in pool)
             near, e = max(((k, e) for k, e in pool if k[-1] == nearest), key=lambda ke: ke[1].bound)
             scale = size / nearest if nearest else 1.0
-        if len(near) == len(kind):
+        if ceiling is not None and len(near) == len(kind):
             for have, want in zip(near[1:-1], kind[1:-1], strict=True):
                 if _integer(have) and _integer(want) and want > have > 0:
                     scale *= want / have

@@ -27,3 +27,11 @@ def test_a_measured_kind_is_its_measurement():
     costs.learn(("race_runs", 128, 3, 256), 12.0)  # slower than the prior: measured wins
     assert costs.estimate(("race_runs", 128, 3, 256)).mean == 12.0
     assert costs.estimate(("interpret", 64, 128)).mean == 1.0  # never measured: the default prior
+
+
+def test_integers_of_a_function_without_a_ceiling_say_nothing_of_its_cost():
+    """A seed, a layer or a head is an integer too: a word-order test with seed 2**31 is not
+    2**31 times one with seed 1 (it was, and was refused for 6,804 s)."""
+    costs = Costs()
+    costs.learn(("word_order", 1, 32), 2.0)
+    assert costs.estimate(("word_order", 2**31, 32)).mean == 2.0
