@@ -159,12 +159,10 @@ class CachedDecoder:
             for layer in model.decoder_layers
         ]
         self._expanded: dict[int, list[tuple[Tensor, Tensor]]] = {}  # self.cross for B rows
-        # each layer's module, its cached step and what is switched off in it; and the embedding
+        # each layer's module and what is switched off in it; and the embedding
         # (module attributes looked up once, not at every step)
         layers = list(model.decoder_layers)
-        self._layer_steps = list(zip(
-            layers, [partial(self._layer_step, index) for index in range(len(layers))], self.offs,
-            strict=True))
+        self._layers = list(zip(layers, self.offs, strict=True))
         embedding = model.tgt_embedding
         self._token_weight, self._scale = embedding.tokens.weight, embedding.scale
         self._positions = embedding.positions
@@ -220,8 +218,9 @@ class CachedDecoder:
         if record is None and not single:
             y = y.reshape(rows * new, self.d_model)
         try:
-            for layer, step, off in self._layer_steps:
-                y = layer(y, None, None, None, off=off, cached=step)
+            for index, (layer, off) in enumerate(self._layers):  # the step made here, not kept:
+                # a decoder holding its own bound methods is a cycle, its KV buffers freed late
+                y = layer(y, None, None, None, off=off, cached=partial(self._layer_step, index))
         finally:
             self._record = None
         self.length += new

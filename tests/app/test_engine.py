@@ -338,7 +338,8 @@ def test_an_answered_call_leaves_nothing_for_the_cycle_collector(tiny_translator
     reference cycle until Python's cyclic collector runs: the server freezes what it loads at
     start-up, full collections are rare, and a burst's traces once piled up ~100 MB before one
     came (a job held its future, whose done-callback held the job; a failed call's traceback
-    held the frame holding the job). Nothing of a finished call, answered or failed, is garbage
+    held the frame holding the job; a cached decoder's per-layer steps held the decoder and its
+    KV buffers). Nothing of a finished call, answered or failed, is garbage
     that only the cyclic collector can free."""
     import gc
 
@@ -358,8 +359,8 @@ def test_an_answered_call_leaves_nothing_for_the_cycle_collector(tiny_translator
         with pytest.raises(ValueError):
             engine.run(fails)
         gc.collect()
-        kept = {type(o).__name__ for o in gc.garbage} & {"Job", "Future", "Claim", "Trace",
-                                                         "RecordedPass", "ValueError"}
+        kept = {type(o).__name__ for o in gc.garbage} & {
+            "Job", "Future", "Claim", "Trace", "RecordedPass", "CachedDecoder", "ValueError"}
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
