@@ -10,6 +10,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 
 from tests.e2e.conftest import wait_idle
+from tests.waiting import PATIENCE_S
 
 pytestmark = pytest.mark.e2e
 
@@ -41,6 +42,9 @@ def sized_pages(browser):
             context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
             context.add_cookies([{"name": "lang", "value": lang, "url": server}])
             pages[key] = context.new_page()
+            # a load may wait on a server busy with another worker's burst (a /pipeline load once
+            # took over 30 s beside tests/prod/test_nginx.py's): the patience of every other wait
+            pages[key].set_default_timeout(PATIENCE_S * 1000)
         return pages[key]
 
     yield sized_page
