@@ -233,6 +233,8 @@ def train_stage(model: Transformer, english: EnglishTokenizer, chinese: ChineseT
         log.info("stage %d: resumed %s (step %d)", job.number, where, step)
     if step == 0 and 0 in stage.snapshots:
         save_snapshot(model, folder, history, 0, 0, 0.0)
+    if step == 0 and stage.average > stage.epochs:  # the start is one of the weights averaged
+        save_file(state_for_saving(model), str(folder / "epoch000.safetensors"))
     started = time.time() - earlier * 60  # the curve's time axis stays cumulative over resumes
     dev_src, dev_ref = [p.english for p in job.dev], [p.chinese for p in job.dev]
 
@@ -324,7 +326,10 @@ def finish_stage(model, english, chinese, history: dict, job: StageJob, dev_src:
         log.info("stage %d: averaged %d epochs: dev BLEU %s, chrF %s", job.number, len(candidates),
                  bleu, chrf)
         if bleu >= last["dev_bleu"]:
-            chosen = {"weights": f"average of last {len(candidates)} epochs",
+            what = (f"average of the stage's start and its last {len(candidates) - 1} epoch(s)"
+                    if candidates[0].name == "epoch000.safetensors"
+                    else f"average of last {len(candidates)} epochs")
+            chosen = {"weights": what,
                       "dev_bleu": bleu, "dev_chrf": chrf}
             final_state = averaged
     load_saved(model, final_state)

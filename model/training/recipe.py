@@ -38,7 +38,9 @@ class Stage:
     warmup: int  # steps of linear warmup
     lr_factor: float  # the peak is lr_factor · d_model^-0.5 · warmup^-0.5
     decay: str = "linear"  # after warmup: "linear" to zero at the stage's last step, or "noam" (1/√step)
-    average: int = 1  # ship the mean of the last N epochs' weights when it scores better on dev
+    # ship the mean of the last N epochs' weights when it scores better on dev; the stage's start
+    # counts as epoch 0 (a one-epoch stage with average = 2: the mean of its end and its start)
+    average: int = 1
     upsample: dict[str, int] = field(default_factory=dict)  # source → how many times it is read
     transforms: dict[str, dict] = field(default_factory=dict)  # name → settings (transforms.py)
     seed: int = 13  # shuffles, dropout and the transforms' draws
@@ -152,6 +154,8 @@ def parse_recipe(text: str, name: str = "recipe") -> Recipe:
             raise ValueError(f"{where}: decay is 'linear' or 'noam'")
         if raw.get("epochs", 0) < 1 or raw.get("warmup", 0) < 1 or raw.get("lr_factor", 0) <= 0:
             raise ValueError(f"{where}: epochs, warmup and lr_factor are required, each above 0")
+        if not 1 <= raw.get("average", 1) <= raw["epochs"] + 1:
+            raise ValueError(f"{where}: average counts epochs, the start included: 1 to epochs + 1")
         stages.append(Stage(
             label=raw.get("label", {}), epochs=raw["epochs"], warmup=raw["warmup"],
             lr_factor=float(raw["lr_factor"]), decay=raw.get("decay", "linear"),

@@ -19,6 +19,7 @@ import logging
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -33,7 +34,7 @@ from model.training.loop import (
     load_saved,
     train_stage,
 )
-from model.training.recipe import Recipe, held_out_splits, load_recipe, stage_pairs
+from model.training.recipe import Recipe, held_out_splits, load_recipe, parse_recipe, stage_pairs
 from model.transformer import Transformer, TransformerConfig
 
 log = logging.getLogger("model.training")
@@ -78,8 +79,16 @@ def begin_run(work: Path, recipe: Recipe, data: Path) -> dict:
     if path.is_file():
         run = json.loads(path.read_text(encoding="utf-8"))
         if run["text"] != recipe.text:
-            raise SystemExit(f"{work} holds a run of another recipe (or of this one before it was "
-                             "edited): give another --work, or delete that folder to start again")
+            begun = extended_from(run["text"], recipe)
+            if begun is None:
+                raise SystemExit(f"{work} holds a run of another recipe (or of this one before it "
+                                 "was edited): give another --work, or delete that folder to start "
+                                 "again (stages added after the last one go on from it)")
+            log.info("the recipe has %d stage(s) more than when this run began: they go on from "
+                     "stage %d", len(recipe.stages) - begun, begun)
+            run.setdefault("extended", []).append(
+                {"stages_before": begun, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            run["text"] = recipe.text
         changed = [name for name in hashes if run["data"].get(name) != hashes[name]]
         if changed:
             raise SystemExit(f"{', '.join(changed)} in {data} differ from the files this run began "
@@ -89,6 +98,19 @@ def begin_run(work: Path, recipe: Recipe, data: Path) -> dict:
     run["code"].append({**code_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     path.write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
     return run
+
+
+def extended_from(text: str, recipe: Recipe) -> int | None:
+    """How many stages the recipe ``text`` had, if ``recipe`` is it with stages added after its
+    last one (and its description edited); otherwise None. Running the longer recipe from random
+    weights trains the same stages first, so a run of the shorter one may go on into the new ones."""
+    before = parse_recipe(text, recipe.name)
+    same = replace(before, text="", description={}, stages=()) == replace(
+        recipe, text="", description={}, stages=())
+    count = len(before.stages)
+    if same and len(recipe.stages) > count and recipe.stages[:count] == before.stages:
+        return count
+    return None
 
 
 def encode(pairs: list[Pair], english: EnglishTokenizer,

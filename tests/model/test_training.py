@@ -129,6 +129,46 @@ def test_a_work_folder_of_another_recipe_or_other_data_is_refused(tiny, tmp_path
         _run(recipe(), data, tmp_path / "run")
 
 
+def test_a_stage_added_after_the_last_goes_on_from_the_finished_run(tiny, tmp_path):
+    """Stages appended to a recipe go on from the run's last stage (nothing before is trained
+    again); a one-epoch stage with average = 2 weighs its end against the mean with its start.
+    Any other edit is still refused."""
+    data, recipe = tiny
+    path = recipe()
+    first = _run(path, data, tmp_path / "run")
+    before = json.loads((first / "history.json").read_text())
+    third = """[[stages]]
+label = { en = "averaged with its start", zh = "与起点取平均" }
+epochs = 1
+warmup = 5
+lr_factor = 0.1
+average = 2
+"""
+    path.write_text(path.read_text() + third, encoding="utf-8")
+    history = json.loads((_run(path, data, tmp_path / "run") / "history.json").read_text())
+    assert [s["epochs"] for s in history["earlier_stages"]] == [
+        *[s["epochs"] for s in before["earlier_stages"]], before["epochs"]]  # not trained again
+    assert history["init"]["from"] == "stage 2" and len(history["epochs"]) == 1
+    assert history["final"]["weights"] in ("last epoch",
+                                           "average of the stage's start and its last 1 epoch(s)")
+    assert (tmp_path / "run" / "work" / "stage3" / "epoch000.safetensors").is_file()
+    run = json.loads((tmp_path / "run" / "work" / "run.json").read_text())
+    assert run["text"] == path.read_text() and run["extended"][0]["stages_before"] == 2
+    assert history["recipe"]["text"] == path.read_text()
+    path.write_text(path.read_text().replace("lr_factor = 0.1", "lr_factor = 0.3"), encoding="utf-8")
+    with pytest.raises(SystemExit, match="another recipe"):
+        _run(path, data, tmp_path / "run")
+
+
+def test_average_counts_the_start_at_most():
+    from model.training.recipe import parse_recipe
+
+    text = TINY.format(epochs=2, warmup=5)
+    with pytest.raises(ValueError, match="average counts epochs"):
+        parse_recipe(text.replace("average = 2", "average = 4"))
+    assert parse_recipe(text.replace("average = 2", "average = 3")).stages[0].average == 3
+
+
 REMOVED = ("--focus", "--focus-copies", "--replay", "--add-piece", "--retrain-piece",
            "--new-pieces-only", "--encoder-only", "--average-init", "--init", "--vary-numbers",
            "--vary-names", "--vary-titles", "--vary-latin", "--vary-acronyms", "--epochs", "--seed")
