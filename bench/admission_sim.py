@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--per-kind", type=int, default=16)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-retry", action="store_true",
+                        help="a refused client goes on to its next request instead of retrying")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     calls = {}
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
             outcome = serve(*item)
             with lock:
                 first.append(outcome)
-            if outcome["status"] == "shed":
+            if outcome["status"] == "shed" and not args.no_retry:
                 time.sleep(outcome["retry_after"])
                 retry = serve(*item)
                 with lock:
