@@ -14,6 +14,7 @@ from app.main import create_app
 from app.settings import Settings
 from tests.e2e.conftest import settle, track_requests
 from tests.prod.test_security import html_pages
+from tests.waiting import PATIENCE_S
 
 pytestmark = pytest.mark.e2e
 
@@ -67,6 +68,9 @@ def test_payloads_never_execute(browser, live_server, path):
     so that pytest-xdist can spread the pages over its workers."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     context.add_init_script(WATCH)
+    # a page's load may wait on a server busy with another worker's tests (an /ablation load took
+    # over 30 s, Playwright's default, beside a training run): the patience of every other wait
+    context.set_default_timeout(PATIENCE_S * 1000)
     page = context.new_page()
     in_flight = track_requests(page)
     dialogs: list[str] = []
