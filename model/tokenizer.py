@@ -94,6 +94,15 @@ def learn_merges(words: Counter[str], vocab_size: int,
     return vocab, merges
 
 
+def _with_special_tokens(tokenizer: Tokenizer) -> Tokenizer:
+    """``tokenizer`` with <pad> <bos> <eos> <unk> registered as its special tokens, at the ids they
+    have in its vocabulary (0–3), as the library's own trainer registers them and as a Hugging Face
+    tokenizer does: the same text gives the same ids in both (a file saved before this keeps them
+    only in its vocabulary; loading it registers them)."""
+    tokenizer.add_special_tokens(SPECIAL_TOKENS)
+    return tokenizer
+
+
 class EnglishTokenizer:
     """BPE over lower-cased words, via the ``tokenizers`` library."""
 
@@ -113,9 +122,9 @@ class EnglishTokenizer:
             text = tokenizer.normalizer.normalize_str(sentence)
             words.update(word for word, _ in tokenizer.pre_tokenizer.pre_tokenize_str(text))
         vocab, merges = learn_merges(words, vocab_size, min_frequency)
-        return cls(cls._tokenizer(models.BPE(
+        return cls(_with_special_tokens(cls._tokenizer(models.BPE(
             vocab={piece: i for i, piece in enumerate(vocab)}, merges=merges, unk_token="<unk>",
-            continuing_subword_prefix=CONTINUATION)))
+            continuing_subword_prefix=CONTINUATION))))
 
     @staticmethod
     def _tokenizer(model: models.BPE) -> Tokenizer:
@@ -128,7 +137,7 @@ class EnglishTokenizer:
 
     @classmethod
     def load(cls, path: Path) -> EnglishTokenizer:
-        return cls(Tokenizer.from_file(str(path)))
+        return cls(_with_special_tokens(Tokenizer.from_file(str(path))))
 
     def save(self, path: Path) -> None:
         self.tokenizer.save(str(path))

@@ -1,3 +1,5 @@
+import json
+
 from model.tokenizer import SPECIAL_TOKENS, ChineseTokenizer, EnglishTokenizer
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
@@ -34,15 +36,26 @@ def test_chinese_characters_round_trip(tmp_path):
     assert ChineseTokenizer.load(tmp_path / "zh.json").vocabulary == chinese.vocabulary
 
 
-def test_the_shipped_tokenizer_with_its_added_piece_still_loads():
-    """The shipped checkpoint's English pieces were trained before recipes and had "ai" joined
-    into one piece afterwards; the app must read them as they are."""
+def test_special_tokens_are_registered_even_in_a_file_saved_without_them(tmp_path):
+    """<pad> <bos> <eos> <unk> are the tokenizer's special tokens at ids 0–3, as in a Hugging Face
+    tokenizer (tests/model/test_export_hf.py holds the two to the same ids): a file written
+    without them registered (the shipped run's vocabulary was) reads with them, and a text that
+    spells one out gives its id in both."""
     from pathlib import Path
 
     shipped = Path(__file__).resolve().parents[2] / "model/checkpoints/tokenizer_en.json"
     english = EnglishTokenizer.load(shipped)
-    assert english.tokenize("I love AI.") == ["i", "love", "ai", "."]
     assert english.tokenize("I said it again.") == ["i", "said", "it", "again", "."]
+    data = json.loads(shipped.read_text(encoding="utf-8"))
+    data["added_tokens"] = []
+    bare = tmp_path / "tokenizer_en.json"
+    bare.write_text(json.dumps(data), encoding="utf-8")
+    for tokenizer in (english, EnglishTokenizer.load(bare),
+                      EnglishTokenizer.train(["the cat sat", "the dog ran"] * 3, vocab_size=60)):
+        assert [tokenizer.tokenizer.token_to_id(t) for t in SPECIAL_TOKENS] == [0, 1, 2, 3]
+        assert [a["content"] for a in json.loads(tokenizer.tokenizer.to_str())["added_tokens"]
+                if a["special"]] == SPECIAL_TOKENS
+        assert tokenizer.encode("the <eos> the")[1] == 2
 
 
 PIECES = """
