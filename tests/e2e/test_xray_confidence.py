@@ -6,17 +6,40 @@ against the translation the learner saw, with the knobs and the address agreeing
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
 from app import xray
+from model.decoding import DecodingOptions
 from tests.e2e.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.e2e
-CONFIDENT = "The cat sits on the mat."  # → 猫坐在垫子上。
-# → 孩子们开始下雨时踢足球。 ("the children started to rain")
-WRONG = "The children were playing football in the park when it started to rain."
+# Sentences to find the calibration cases among, on whatever checkpoint is shipped: the first the
+# model translates confidently (the same characters greedy and beam 4, one of them under even
+# odds), and the first it is unsure of (both decodings the same, about two or more characters
+# expected to differ: for the checkpoint of 2026-12-06, the "children ... rain" sentence, which it
+# translated 孩子们开始下雨时踢足球。, "the children started to rain").
+CONFIDENT_CANDIDATES = [
+    "The cat sits on the mat.", "The cat sat on the mat.", "The dog is sleeping on the sofa.",
+    "My sister bought three apples yesterday.", "He forgot his umbrella at the office.",
+    "We will visit our grandparents next summer.", "A bird is singing in the tree.",
+    "The cat is sleeping on the bed.", "She opened the window because the room was hot.",
+]
+UNSURE_CANDIDATES = [
+    "The children were playing football in the park when it started to rain.",
+    "The workers were repairing the bridge when the storm arrived.",
+    "The students were reading quietly in the library when the fire alarm rang.",
+    "The little girl hid the letter under her pillow.",
+    "The farmer sold his cows and bought a tractor.",
+    "When the lights went out, everyone started to sing.",
+    "The old man walked slowly to the market with his dog.",
+    "The boy who lives next door plays the piano every evening.",
+    "I could not sleep because the neighbours were noisy.",
+    "My brother was cooking noodles when the phone rang.",
+]
 INVENTED = "<script>alert(1)</script>"
 # 600 characters: 127 pieces with the end mark, so the model reads it whole
 FITS = ("I like green tea and my brother likes coffee, but our parents prefer water. " * 8)[:600]
@@ -24,6 +47,85 @@ FITS = ("I like green tea and my brother likes coffee, but our parents prefer wa
 TOO_LONG = ("She said that the weather would be nice tomorrow, so we decided to go hiking in the "
             "mountains with our friends. " * 6)[:600]
 WARNING = "#xr-result-lines .xr-result-warning"
+UNSURE_PROB, EXPECTED_WRONG, FAR_MEAN_PROB = 0.5, 2, 0.6  # static/js/xray/result.js
+
+
+@dataclass
+class Judged:
+    """One sentence on the shipped checkpoint, judged as result.js judges the x-ray's lines."""
+
+    text: str
+    greedy: str
+    beam: str
+    level: str  # of the greedy line (the player's)
+    expected: float  # Σ(1 − p) over the greedy steps, <eos> included
+    steps: int
+    unknown: int  # source pieces read as <unk>
+    marks: list[tuple[str, str]]  # greedy's characters under even odds, with their "30%"
+    beam_marks: list[tuple[str, str]]
+    beam_level: str
+    mark_percent: float = 0.0  # the first mark's probability × 100, unrounded
+
+
+def percent(p: float) -> str:
+    return f"{math.floor(p * 100 + 0.5)}%"  # Math.round
+
+
+def judge(translator, text: str) -> Judged:
+    def verdict(steps, unknown):
+        chosen = [step for step in steps if not step.forced]
+        expected = sum(1 - step.prob for step in chosen)
+        mean = math.exp(sum(math.log(max(step.prob, 1e-30)) for step in chosen) / len(chosen))
+        level = ("far" if mean < FAR_MEAN_PROB or unknown else
+                 "unsure" if expected >= EXPECTED_WRONG else "sure")
+        return level, expected, len(chosen)
+
+    def marks(steps):
+        written = [step for step in steps if step.token not in ("<eos>", "<pad>", "<bos>", "<unk>")]
+        return [(step.token, percent(step.prob)) for step in written if step.prob < UNSURE_PROB]
+
+    greedy = translator.translate(text, DecodingOptions())
+    beam = translator.translate(text, DecodingOptions(strategy="beam", beam_size=4))
+    unknown = greedy.source_tokens.count("<unk>")
+    level, expected, steps = verdict(greedy.steps, unknown)
+    unsure = [step.prob * 100 for step in greedy.steps if step.prob < UNSURE_PROB]
+    return Judged(text, greedy.translation, beam.translation, level, expected, steps, unknown,
+                  marks(greedy.steps), marks(beam.steps), verdict(beam.steps, unknown)[0],
+                  unsure[0] if unsure else 0.0)
+
+
+def near_a_tie(value: float) -> bool:
+    """Whether ``value`` is so near a rounding tie (x.5) that the page, which reads probabilities
+    rounded to 4 decimals (app/pages/xray.py), could round it the other way."""
+    return abs(value % 1 - 0.5) < 0.02
+
+
+@pytest.fixture(scope="module")
+def confident(shipped_translator) -> Judged:
+    for text in CONFIDENT_CANDIDATES:
+        judged = judge(shipped_translator, text)
+        if (judged.greedy == judged.beam and judged.level == judged.beam_level == "sure"
+                and len(judged.marks) == 1 and judged.beam_marks == judged.marks
+                and not near_a_tie(judged.mark_percent)):
+            return judged
+    pytest.fail("no sentence of CONFIDENT_CANDIDATES is translated confidently with exactly one "
+                "unsure character by this checkpoint: add one that is")
+
+
+@pytest.fixture(scope="module")
+def unsure(shipped_translator) -> Judged:
+    for text in UNSURE_CANDIDATES:
+        judged = judge(shipped_translator, text)
+        if (judged.greedy == judged.beam and judged.level == judged.beam_level == "unsure"
+                and not near_a_tie(judged.expected * 10)):
+            return judged
+    pytest.fail("no sentence of UNSURE_CANDIDATES leaves this checkpoint unsure with the same "
+                "characters greedy and beam 4: add one that does")
+
+
+@pytest.fixture(scope="module")
+def invented(shipped_translator) -> Judged:
+    return judge(shipped_translator, INVENTED)
 
 
 @pytest.fixture()
@@ -68,52 +170,58 @@ def query(page) -> dict:
 # -- item 6: honest confidence -------------------------------------------------------------------
 
 
-def test_a_confident_translation_shows_no_warning_but_marks_its_one_unsure_character(page, server):
-    open_xray(page, server, CONFIDENT)
+def test_a_confident_translation_shows_no_warning_but_marks_its_one_unsure_character(page, server,
+                                                                                   confident):
+    open_xray(page, server, confident.text)
     assert levels(page) == ["sure", "sure"]  # beam 4 and greedy, the same characters
     assert page.locator(WARNING).count() == 0
-    # 垫 had 30%: marked on both lines, its probability in the title and in words
+    # e.g. 垫 at 30% (猫坐在垫子上。): marked on both lines, its probability in the title and in words
+    (char, p), = confident.marks
     marks = page.locator("#xr-result-lines mark.xr-unsure")
     assert marks.count() == 2
-    assert marks.first.text_content() == "垫"
-    assert marks.first.get_attribute("title") == "The model gave this token 30% probability"
+    assert marks.first.text_content() == char
+    assert marks.first.get_attribute("title") == f"The model gave this token {p} probability"
     said = page.locator('#xr-result-lines p[data-role="player"] .visually-hidden').text_content()
-    assert said == "Tokens the model was unsure of: 垫 30%."  # for a screen reader
+    assert said == f"Tokens the model was unsure of: {char} {p}."  # for a screen reader
     assert page.locator(".xr-result-legend").count() == 1  # what a mark means (xray.css may fold it)
 
 
-@pytest.mark.parametrize(("text", "level"), [(WRONG, "unsure"), (INVENTED, "far")])
-def test_a_translation_the_model_was_unsure_of_says_so(page, server, text, level):
-    open_xray(page, server, text)
+@pytest.mark.parametrize("level", ["unsure", "far"])
+def test_a_translation_the_model_was_unsure_of_says_so(page, server, unsure, invented, level):
+    judged = unsure if level == "unsure" else invented
+    assert judged.level == judged.beam_level == level
+    open_xray(page, server, judged.text)
     warning = page.locator(WARNING).first
     warning.wait_for()
     assert warning.get_attribute("data-level") == level
     assert warning.text_content().startswith("Check this translation.")
     assert set(levels(page)) == {level}
-    if level == "unsure":  # the wrong one: 2.3 characters expected to differ of 13
-        assert "about 2.3 of these 13 tokens" in warning.text_content()
-    else:  # the invented one: its characters' mean probability, and the piece it could not read
-        assert "far from what the model learned" in warning.text_content()
-        assert "could not read 1 of the sentence's pieces" in warning.text_content()
-        assert page.locator(WARNING).count() == 2  # the two decodings differ: one warning each
-    if text == WRONG:
+    if level == "unsure":  # e.g. 2.3 characters expected to differ of 13
+        assert f"about {judged.expected:.1f} of these {judged.steps} tokens" in warning.text_content()
+        assert page.locator(WARNING).count() == 1  # the same characters: one warning for both
         page.locator("#xr-result").screenshot(path=str(ARTIFACTS / "xray-confidence-en.png"))
+    else:  # the invented one: its characters' mean probability, and the pieces it could not read
+        assert judged.unknown >= 1
+        assert "far from what the model learned" in warning.text_content()
+        assert f"could not read {judged.unknown} of the sentence's pieces" in warning.text_content()
+        # one warning for each decoding, or one for both when they wrote the same characters
+        assert page.locator(WARNING).count() == (1 if judged.greedy == judged.beam else 2)
 
 
-def test_the_warning_and_the_marks_speak_chinese(zh_page, server):
-    open_xray(zh_page, server, CONFIDENT)
+def test_the_warning_and_the_marks_speak_chinese(zh_page, server, confident, unsure):
+    open_xray(zh_page, server, confident.text)
     assert zh_page.locator(WARNING).count() == 0
     mark = zh_page.locator("#xr-result-lines mark.xr-unsure").first
-    assert mark.get_attribute("title") == "模型给这个词元的概率是 30%"
-    open_xray(zh_page, server, WRONG)
+    assert mark.get_attribute("title") == f"模型给这个词元的概率是 {confident.marks[0][1]}"
+    open_xray(zh_page, server, unsure.text)
     warning = zh_page.locator(WARNING).first
     assert warning.get_attribute("data-level") == "unsure"
     assert warning.text_content().startswith("请核对这个译文。")
-    assert "这 13 个词元里大约有 2.3 个" in warning.text_content()
+    assert f"这 {unsure.steps} 个词元里大约有 {unsure.expected:.1f} 个" in warning.text_content()
     zh_page.locator("#xr-result").screenshot(path=str(ARTIFACTS / "xray-confidence-zh.png"))
 
 
-def test_a_view_without_the_other_decodings_probabilities_still_shows_it(page, server):
+def test_a_view_without_the_other_decodings_probabilities_still_shows_it(page, server, unsure):
     """A file saved before the view carried ``alternative.tokens`` and ``probs``: the line shows its
     text, unmarked and unjudged; the player's own line is judged as before."""
     def older(route):
@@ -123,10 +231,10 @@ def test_a_view_without_the_other_decodings_probabilities_still_shows_it(page, s
         route.fulfill(body=xray.pack(header, arrays), content_type="application/octet-stream")
 
     page.route("**/api/xray/view", older)
-    open_xray(page, server, WRONG)
+    open_xray(page, server, unsure.text)
     first, player = page.locator("#xr-result-lines p[data-role]").all()
     assert first.get_attribute("data-confidence") == "unknown"
-    assert first.locator("mark").count() == 0 and "孩子们" in first.text_content()
+    assert first.locator("mark").count() == 0 and unsure.beam in first.text_content()
     assert player.get_attribute("data-confidence") == "unsure"
 
 
@@ -191,8 +299,9 @@ def let_go(page, selector: str, value: float) -> None:
                         el.dispatchEvent(new Event('change', {bubbles: true})); }""", str(value))
 
 
-def test_forcing_after_decoding_the_whole_sentence_compares_with_what_was_shown(page, server):
-    open_xray(page, server, CONFIDENT)
+def test_forcing_after_decoding_the_whole_sentence_compares_with_what_was_shown(page, server,
+                                                                               confident):
+    open_xray(page, server, confident.text)
     greedy = page.evaluate("ITTXray.state.trace.translation")
     let_go(page, "#xr-temperature", 2)
     let_go(page, "#xr-topk", 5)
@@ -225,8 +334,9 @@ def test_forcing_after_decoding_the_whole_sentence_compares_with_what_was_shown(
     assert not {"temperature", "top_k", "strategy"} & set(query(page))
 
 
-def test_a_sampled_run_opened_from_a_link_says_its_settings_and_forcing_names_them(page, server):
-    open_xray(page, server, CONFIDENT, "&strategy=sample&temperature=2&top_k=5&seed=3")
+def test_a_sampled_run_opened_from_a_link_says_its_settings_and_forcing_names_them(page, server,
+                                                                                   confident):
+    open_xray(page, server, confident.text, "&strategy=sample&temperature=2&top_k=5&seed=3")
     # its table would need every logit: the knobs start at the model's own distribution, and say so
     assert knobs(page) == {"temperature": 1, "top_k": 0, "top_p": 1}
     assert page.locator("#xr-seed").input_value() == "3"
