@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from app.main import create_app
+from app.schemas import MAX_TEXT_CHARS
 from app.settings import Settings
 from tests.e2e.conftest import settle, track_requests
 from tests.prod.test_security import html_pages
@@ -23,6 +24,10 @@ PAYLOADS = [
     "'><iframe src=javascript:window.top.__pwned=1></iframe><img src=x onerror=alert(1)> the cat",
     "</textarea><details open ontoggle=window.__pwned=1><a href=javascript:alert(1)>x</a> ${alert(1)}",
 ]
+# All three in one text (289 characters, within the 600 a sentence may have): each breaks out of a
+# different context (a double-quoted attribute, a single-quoted one, a textarea), so one load or
+# one submission tries every way out at once; three loads per box cost a third of the sweep's time.
+PAYLOAD = " ".join(PAYLOADS)
 # URL settings the pages read besides ?text= (see static/js/common.js)
 SETTINGS = ["strategy", "temperature", "top_k", "top_p", "beam_size", "max_len", "seed", "forced",
             "layer", "head", "kind", "step", "query", "lang"]
@@ -60,6 +65,7 @@ def check(page, dialogs: list[str], where: str) -> None:
 
 def test_the_sweep_reaches_every_page():
     assert len(PAGES) >= 3 and "/" in PAGES and "/tokens" in PAGES, PAGES
+    assert len(PAYLOAD) <= MAX_TEXT_CHARS and all(p in PAYLOAD for p in PAYLOADS)
 
 
 @pytest.mark.parametrize("path", PAGES)
@@ -83,13 +89,12 @@ def test_payloads_never_execute(browser, live_server, path):
     base_url = live_server.url
     fields_tested = 0
     try:
-        for payload in PAYLOADS:
-            page.goto(base_url + path + "?" + _query({"text": payload}))
-            settle(page, in_flight)
-            check(page, dialogs, f"{path}?text=")
-            box = page.locator("#text")
-            if box.count():
-                assert box.first.input_value() == payload, f"{path}: the text is not shown literally"
+        page.goto(base_url + path + "?" + _query({"text": PAYLOAD}))
+        settle(page, in_flight)
+        check(page, dialogs, f"{path}?text=")
+        box = page.locator("#text")
+        if box.count():
+            assert box.first.input_value() == PAYLOAD, f"{path}: the text is not shown literally"
 
         page.goto(base_url + path + "?" + _query({name: PAYLOADS[0][:100] for name in SETTINGS}))
         settle(page, in_flight)
@@ -99,7 +104,12 @@ def test_payloads_never_execute(browser, live_server, path):
         settle(page, in_flight)
         has_text_box = page.locator("#text").count() > 0
         for index in range(page.locator(FIELDS).count()):
-            for payload in PAYLOADS:
+            field = page.locator(FIELDS).nth(index)
+            if not field.count() or not field.is_editable():
+                continue
+            # a box shorter than the joined text keeps only its start: it gets each payload alone
+            fits = field.evaluate("(box, n) => box.maxLength < 0 || box.maxLength >= n", len(PAYLOAD))
+            for payload in [PAYLOAD] if fits else PAYLOADS:
                 field = page.locator(FIELDS).nth(index)
                 if not field.count() or not field.is_editable():
                     break
@@ -111,7 +121,7 @@ def test_payloads_never_execute(browser, live_server, path):
     finally:
         context.close()
     if has_text_box:  # a page with a sentence box has at least that field to type payloads into
-        assert fields_tested >= len(PAYLOADS), (path, fields_tested)
+        assert fields_tested >= 1, (path, fields_tested)
 
 
 def _query(values: dict[str, str]) -> str:
