@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from bench.server import wait_for_port
+from tests.conftest import warm_page
 
 ROOT = Path(__file__).resolve().parents[2]
 # screenshots and server logs: under the system temp folder, never left in the checkout
@@ -150,9 +151,8 @@ class Watch:
 
 
 @pytest.fixture()
-def page(browser, request):
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
-    page = context.new_page()
+def page(warm_context, request):
+    page = warm_page(warm_context)
     watch = Watch()
     page.on("console", lambda m: watch.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: watch.errors.append(str(e)))
@@ -160,35 +160,34 @@ def page(browser, request):
     page.watch = watch
     page.set_default_timeout(30_000)
     yield page
-    context.close()
+    page.close()
     watch.check()
 
 
-def _sized_page(browser, width: int, height: int, console: bool = False):
+def _sized_page(context, width: int, height: int, console: bool = False):
     """A page of that viewport (English) that fails the test on any uncaught script error (and,
     with ``console``, on any console error)."""
-    context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
-    page = context.new_page()
+    page = warm_page(context, width, height)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     if console:
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.set_default_timeout(30_000)
     yield page
-    context.close()
+    page.close()
     assert errors == [], errors
 
 
 @pytest.fixture()
-def phone(browser):
+def phone(warm_context):
     """A 390 px page (English) that fails the test on any uncaught script error."""
-    yield from _sized_page(browser, 390, 844)
+    yield from _sized_page(warm_context, 390, 844)
 
 
 @pytest.fixture()
-def wide(browser):
+def wide(warm_context):
     """A 1440×900 page (English) that fails the test on any script or console error."""
-    yield from _sized_page(browser, 1440, 900, console=True)
+    yield from _sized_page(warm_context, 1440, 900, console=True)
 
 
 def shot(page, name: str) -> None:

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.conftest import SHIPPED_CHECKPOINT
+from tests.conftest import SHIPPED_CHECKPOINT, warm_page
 from tests.e2e.conftest import SHIPPED_TRANSLATIONS, shot, wait_idle
 
 pytestmark = pytest.mark.e2e
@@ -200,16 +200,15 @@ def test_non_english_input_gets_a_clear_message(page, server):
     page.watch.errors.clear()  # the browser logs the 422 response itself
 
 
-def test_narrow_window(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": 800})
-    page = context.new_page()
+def test_narrow_window(warm_context, server):
+    page = warm_page(warm_context, 390, 800)
     for path in ("/pipeline", "/decode?max_len=4", "/attention?max_len=4"):
         page.goto(server + path)
         wait_idle(page)
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 1, (path, overflow)
     shot(page, "attention-narrow")
-    context.close()
+    page.close()
 
 
 def test_the_mode_bar_only_downloads_the_chart_as_png_or_svg(page, server, tmp_path):

@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from tests.conftest import warm_page
 from tests.e2e.conftest import shot
 
 WIDE = {"width": 1440, "height": 900}
@@ -44,24 +45,42 @@ FITS = """(selector) => {
 LEGACY_DETAILS = "details:not([open]) > :not(summary) { display: none !important; }"
 
 
-def open_page(browser, server, path, viewport=WIDE, lang="en", legacy=False):
-    context = browser.new_context(viewport=viewport, locale="en-US", bypass_csp=legacy)
-    context.add_cookies([{"name": "lang", "value": lang, "url": server}])
-    page = context.new_page()
-    if legacy:
-        page.add_init_script(f"""document.addEventListener("DOMContentLoaded", () => {{
-            const style = document.createElement("style");
-            style.textContent = {LEGACY_DETAILS!r};
-            document.head.appendChild(style);
-        }});""")
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.set_default_timeout(30_000)
-    page.goto(f"{server}{path}")
-    page.wait_for_load_state("networkidle")
-    page.locator("body.busy").wait_for(state="detached")
-    return context, page, errors
+@pytest.fixture(scope="module")
+def legacy_context(browser):
+    """Pages that add LEGACY_DETAILS: a stylesheet from a script, which the CSP would refuse."""
+    context = browser.new_context(viewport=WIDE, locale="en-US", bypass_csp=True)
+    yield context
+    context.close()
+
+
+@pytest.fixture()
+def open_page(warm_context, legacy_context):
+    """``open_page(server, path, viewport, lang, legacy)``: a page loaded and settled, with the
+    script and console errors it raises; closed after the test."""
+    opened = []
+
+    def open_page(server, path, viewport=WIDE, lang="en", legacy=False):
+        page = warm_page(legacy_context if legacy else warm_context, viewport["width"],
+                         viewport["height"], lang, server)
+        opened.append(page)
+        if legacy:
+            page.add_init_script(f"""document.addEventListener("DOMContentLoaded", () => {{
+                const style = document.createElement("style");
+                style.textContent = {LEGACY_DETAILS!r};
+                document.head.appendChild(style);
+            }});""")
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.set_default_timeout(30_000)
+        page.goto(f"{server}{path}")
+        page.wait_for_load_state("networkidle")
+        page.locator("body.busy").wait_for(state="detached")
+        return page, errors
+
+    yield open_page
+    for page in opened:
+        page.close()
 
 
 def is_open(page, selector: str) -> bool:
@@ -70,8 +89,8 @@ def is_open(page, selector: str) -> bool:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("path", list(FOLDS))
-def test_long_pages_open_with_their_secondary_sections_folded(browser, server, path, lang):
-    context, page, errors = open_page(browser, server, path, lang=lang)
+def test_long_pages_open_with_their_secondary_sections_folded(open_page, server, path, lang):
+    page, errors = open_page(server, path, lang=lang)
     for fold in FOLDS[path]:
         assert page.locator(fold).evaluate("(d) => d.tagName") == "DETAILS", fold
         assert not is_open(page, fold), fold
@@ -84,7 +103,7 @@ def test_long_pages_open_with_their_secondary_sections_folded(browser, server, p
         assert height < BOUND[path], (path, height)
     name = path.strip("/").split("?")[0]
     shot(page, f"folds-{name}-{lang}-1440")
-    context.close()
+    page.close()
     assert errors == []
 
 
@@ -97,9 +116,9 @@ def test_long_pages_open_with_their_secondary_sections_folded(browser, server, p
 ])
 @pytest.mark.parametrize("legacy", [False, True], ids=["chromium", "display-none"])
 @pytest.mark.parametrize("viewport", [WIDE, PHONE], ids=["1440", "390"])
-def test_opening_a_fold_draws_its_figure_to_its_width(browser, server, path, fold, figure, viewport,
+def test_opening_a_fold_draws_its_figure_to_its_width(open_page, server, path, fold, figure, viewport,
                                                       legacy):
-    context, page, errors = open_page(browser, server, path, viewport, legacy=legacy)
+    page, errors = open_page(server, path, viewport, legacy=legacy)
     page.locator(f"{figure} .main-svg").first.wait_for(state="attached")  # drawn while folded
     assert not is_open(page, fold)
     if legacy:  # folded, it had no box to fit: the case the redraw on opening is for
@@ -110,7 +129,7 @@ def test_opening_a_fold_draws_its_figure_to_its_width(browser, server, path, fol
     box = page.locator(figure).bounding_box()
     assert box["width"] > viewport["width"] / 3  # some charts share a row with another
     assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
-    context.close()
+    page.close()
     assert errors == []
 
 
@@ -118,8 +137,8 @@ def test_opening_a_fold_draws_its_figure_to_its_width(browser, server, path, fol
     ("/scale", "#design", "#design-title"),
     ("/training", "#curves-card", "#curves-title"),
 ])
-def test_the_list_of_sections_opens_the_fold_it_leads_into(browser, server, path, fold, heading):
-    context, page, errors = open_page(browser, server, path)
+def test_the_list_of_sections_opens_the_fold_it_leads_into(open_page, server, path, fold, heading):
+    page, errors = open_page(server, path)
     toc = page.locator("#toc")
     assert toc.is_visible()
     # every section is listed, folded or not, in the page's order
@@ -135,28 +154,28 @@ def test_the_list_of_sections_opens_the_fold_it_leads_into(browser, server, path
     assert 0 <= page.locator(heading).bounding_box()["y"] < WIDE["height"]
     if path == "/training":
         page.wait_for_function(FITS, arg="#curves")
-    context.close()
+    page.close()
     assert errors == []
 
 
-def test_an_address_into_a_fold_opens_it(browser, server):
-    context, page, errors = open_page(browser, server, "/scale#why-moe")
+def test_an_address_into_a_fold_opens_it(open_page, server):
+    page, errors = open_page(server, "/scale#why-moe")
     assert is_open(page, "#design")
     assert not is_open(page, "#chatgpt")
     assert page.locator("#why-moe").is_visible()
     page.evaluate("window.location.hash = 'year-2017'")
     page.locator("#year-2017").wait_for(state="visible")
     assert is_open(page, "#timeline")
-    context.close()
+    page.close()
     assert errors == []
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("path", list(FOLDS))
-def test_folded_pages_on_a_phone(browser, server, path, lang):
+def test_folded_pages_on_a_phone(open_page, server, path, lang):
     """Screenshots of every folded page at 390 px (closed, then every fold open), no sideways
     scroll either way."""
-    context, page, errors = open_page(browser, server, path, PHONE, lang)
+    page, errors = open_page(server, path, PHONE, lang)
     name = path.strip("/").split("?")[0]
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     shot(page, f"folds-{name}-{lang}-390")
@@ -166,7 +185,7 @@ def test_folded_pages_on_a_phone(browser, server, path, lang):
     page.locator("body.busy").wait_for(state="detached")
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     shot(page, f"folds-{name}-{lang}-390-open")
-    context.close()
+    page.close()
     assert errors == []
 
 
@@ -174,10 +193,10 @@ BOXES = ["#box-self", "#box-an1", "#box-cross", "#box-an2", "#box-ffn", "#box-an
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_decode_folds_the_decoder_layer_on_a_phone(browser, server, lang):
+def test_decode_folds_the_decoder_layer_on_a_phone(open_page, server, lang):
     """At 390 px /decode lists the six parts of the decoder layer as headings, each opening its
     figure on a tap, and the next-character distribution stays open; at 1440 px all are open."""
-    context, page, errors = open_page(browser, server, "/decode?max_len=6", PHONE, lang)
+    page, errors = open_page(server, "/decode?max_len=6", PHONE, lang)
     for box in BOXES:
         fold = f"{box} > details"
         assert not is_open(page, fold), box
@@ -197,23 +216,23 @@ def test_decode_folds_the_decoder_layer_on_a_phone(browser, server, lang):
     page.wait_for_function(FITS, arg="#fig-cross_attention")
     assert not is_open(page, "#box-self > details")
     shot(page, f"folds-decode-boxes-{lang}-390")
-    context.close()
+    page.close()
     assert errors == []
-    context, page, errors = open_page(browser, server, "/decode?max_len=6", WIDE, lang)
+    page, errors = open_page(server, "/decode?max_len=6", WIDE, lang)
     assert all(is_open(page, f"{box} > details") for box in BOXES)
     assert page.locator(".seven-hint").is_hidden()
-    context.close()
+    page.close()
     assert errors == []
 
 
 @pytest.mark.parametrize("legacy", [False, True], ids=["chromium", "display-none"])
-def test_a_decoder_part_folded_on_a_phone_draws_to_its_width_when_opened(browser, server, legacy):
-    context, page, errors = open_page(browser, server, "/decode?max_len=6", PHONE, legacy=legacy)
+def test_a_decoder_part_folded_on_a_phone_draws_to_its_width_when_opened(open_page, server, legacy):
+    page, errors = open_page(server, "/decode?max_len=6", PHONE, legacy=legacy)
     page.locator("#fig-ffn .main-svg").first.wait_for(state="attached")
     if legacy:
         assert not page.evaluate(FITS, "#fig-ffn")
     page.locator("#box-ffn > details > summary").click()
     page.wait_for_function(FITS, arg="#fig-ffn")
     page.wait_for_function(FITS, arg="#fig-ffn_output")
-    context.close()
+    page.close()
     assert errors == []

@@ -12,7 +12,7 @@ import pytest
 
 from app.i18n import strings
 from app.pages.kv_cache import MAX_KV_STEPS
-from tests.conftest import SHIPPED_CHECKPOINT
+from tests.conftest import SHIPPED_CHECKPOINT, warm_page
 from tests.e2e.conftest import SHIPPED_TRANSLATIONS, Watch, shot, wait_idle
 
 pytestmark = pytest.mark.e2e
@@ -258,9 +258,8 @@ def test_api_docs_show_query_limits_and_try_it_out_stays_local(page, server):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_api_docs_fit_a_phone(browser, server, lang):
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    page = context.new_page()
+def test_api_docs_fit_a_phone(warm_context, server, lang):
+    page = warm_page(warm_context, 390, 844)
     watch = Watch()
     page.on("console", lambda m: watch.errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: watch.errors.append(str(e)))
@@ -275,5 +274,5 @@ def test_api_docs_fit_a_phone(browser, server, lang):
         assert page.locator("#swagger-language").text_content() == strings(lang, "docs")["docs.english"]
         shot(page, f"docs-390-{lang}")
     finally:
-        context.close()
+        page.close()
     watch.check()

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import warm_page
+
 pytestmark = pytest.mark.e2e
 
 # page → its sections that fold on a phone only
@@ -35,10 +37,9 @@ def first_fold(page) -> float:
 
 
 @pytest.mark.parametrize("path", sorted(PHONE_FOLDS))
-def test_a_phone_folds_the_secondary_sections_a_wide_screen_shows(browser, server, path):
+def test_a_phone_folds_the_secondary_sections_a_wide_screen_shows(warm_context, server, path):
     for width, height, folded in ((390, SCREEN, True), (1440, 900, False)):
-        context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
-        page = context.new_page()
+        page = warm_page(warm_context, width, height)
         page.goto(f"{server}{path}")
         page.wait_for_load_state("networkidle")
         for selector in PHONE_FOLDS[path]:
@@ -50,23 +51,21 @@ def test_a_phone_folds_the_secondary_sections_a_wide_screen_shows(browser, serve
             # its heading still opens it
             page.locator(f"{PHONE_FOLDS[path][0]} > summary").click()
             assert page.locator(PHONE_FOLDS[path][0]).evaluate("d => d.open")
-        context.close()
+        page.close()
 
 
-def test_a_link_into_a_folded_section_opens_it_on_a_phone(browser, server):
-    context = browser.new_context(viewport={"width": 390, "height": SCREEN}, locale="en-US")
-    page = context.new_page()
+def test_a_link_into_a_folded_section_opens_it_on_a_phone(warm_context, server):
+    page = warm_page(warm_context, 390, SCREEN)
     page.goto(f"{server}/timeline#honest")
     page.wait_for_load_state("networkidle")
     assert page.locator("#honest").evaluate("d => d.open")
     assert not page.locator("#curve-card").evaluate("d => d.open")
-    context.close()
+    page.close()
 
 
-def test_stacked_tables_label_every_value(browser, server):
+def test_stacked_tables_label_every_value(warm_context, server):
     """Whatever a page stacks on a phone, every value says its column, and nothing scrolls sideways."""
-    context = browser.new_context(viewport={"width": 390, "height": SCREEN}, locale="en-US")
-    page = context.new_page()
+    page = warm_page(warm_context, 390, SCREEN)
     stacked = 0
     for path in ("/tokens", "/training", "/scale", "/coreference", "/ablation", "/timeline"):
         page.goto(f"{server}{path}")
@@ -75,12 +74,11 @@ def test_stacked_tables_label_every_value(browser, server):
         assert unlabelled == 0, path
         stacked += page.locator("table.stack-on-phone").count()
         assert page.evaluate("document.documentElement.scrollWidth") <= 390, path
-    context.close()
+    page.close()
     # on a wide screen nothing is stacked
-    context = browser.new_context(viewport={"width": 1440, "height": 900}, locale="en-US")
-    page = context.new_page()
+    page = warm_page(warm_context, 1440, 900)
     page.goto(f"{server}/training")
     page.wait_for_load_state("networkidle")
     assert page.locator("table.stack-on-phone").count() == 0
-    context.close()
+    page.close()
     assert stacked >= 1  # the training page's short wide tables are cards on a phone

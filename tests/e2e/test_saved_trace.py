@@ -12,6 +12,8 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
+from tests.conftest import warm_page
+
 SEED = "The cat sits on the mat."
 OTHER = "Where is the station?"
 # Each page with the settings it is opened with (short, for the tiny test model).
@@ -178,10 +180,9 @@ def refusals(good: dict) -> dict[str, str]:
             "damaged.json": "已损坏", "emptied.json": "已损坏",
             "elsewhere.json": "没有本页的图"}),
 ])
-def test_a_file_that_is_not_a_trace_is_refused_and_the_page_stays(browser, server, tmp_path, lang, expected):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.add_cookies([{"name": "lang", "value": lang, "url": server}])
-    page = context.new_page()
+def test_a_file_that_is_not_a_trace_is_refused_and_the_page_stays(warm_context, server, tmp_path, lang,
+                                                                  expected):
+    page = warm_page(warm_context, lang=lang, server=server)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.set_default_timeout(30_000)
@@ -210,5 +211,5 @@ def test_a_file_that_is_not_a_trace_is_refused_and_the_page_stays(browser, serve
     page.locator("#error").wait_for(state="visible")
     assert "/tokens" in page.locator("#error").inner_text()
     assert page.evaluate(DRAWN) == kv_before
-    context.close()
+    page.close()
     assert errors == []

@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from tests.app.test_training import DECODINGS, METRIC_KEYS, SPLITS, made_up_evaluation
+from tests.conftest import warm_page
 from tests.e2e.conftest import ARTIFACTS, running_server, shot
 
 
@@ -64,10 +65,8 @@ def test_before_and_after_figures_are_eval_jsons(page, evaluated_server):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_evaluation_fits_a_phone(browser, evaluated_server, lang):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
-    context.add_cookies([{"name": "lang", "value": lang, "url": evaluated_server}])
-    page = context.new_page()
+def test_evaluation_fits_a_phone(warm_context, evaluated_server, lang):
+    page = warm_page(warm_context, 390, 844, lang, evaluated_server)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(f"{evaluated_server}/training")
@@ -79,7 +78,7 @@ def test_evaluation_fits_a_phone(browser, evaluated_server, lang):
     for article in page.locator("#eval-sets article").all():  # each split's table fits its card
         assert article.evaluate("a => a.scrollWidth <= a.clientWidth")
     shot(page, f"training-eval-390-{lang}")
-    context.close()
+    page.close()
     assert errors == []
 
 

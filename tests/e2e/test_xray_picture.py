@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 import pytest
 
+from tests.conftest import warm_page
 from tests.e2e.test_xray import DEC_LAYERS, ENC_LAYERS, ready
 
 pytestmark = pytest.mark.e2e
@@ -24,18 +25,17 @@ def server(shipped_server):
     return shipped_server
 
 
-def open_page(browser, server, size: str, lang: str, query: str = ""):
-    """A page of ``size`` in ``lang`` on the x-ray of LONG; returns (context, page)."""
+def open_page(context, server, size: str, lang: str, query: str = ""):
+    """A page of ``size`` in ``lang`` on the x-ray of LONG, in the worker's warm Chromium."""
     width, height = SIZES[size]
-    context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
-    page = context.new_page()
+    page = warm_page(context, width, height)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     target = f"/?text={quote(LONG)}{query}"
     page.goto(f"{server}/lang/{lang}?next={quote(target)}")
     ready(page)
     page.errors = errors
-    return context, page
+    return page
 
 
 def box(page, selector: str) -> dict:
@@ -51,8 +51,8 @@ def overlap(a: dict, b: dict) -> bool:
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("size", ["wide", "phone"])
-def test_the_model_and_the_play_control_are_on_the_first_screen(browser, server, size, lang):
-    context, page = open_page(browser, server, size, lang)
+def test_the_model_and_the_play_control_are_on_the_first_screen(warm_context, server, size, lang):
+    page = open_page(warm_context, server, size, lang)
     width, height = SIZES[size]
     stage, play, sentence = box(page, "#xr-stage"), box(page, "#xr-play"), box(page, "#text")
     limit = height / 2 if size == "wide" else height  # the upper half at 1440, the first screen on a phone
@@ -63,13 +63,13 @@ def test_the_model_and_the_play_control_are_on_the_first_screen(browser, server,
     assert box(page, '.xr-row[data-key="enc-tokens"]')["top"] < height
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     assert page.errors == []
-    context.close()
+    page.close()
 
 
 @pytest.mark.parametrize("size", ["wide", "phone"])
-def test_token_chips_are_never_broken_mid_word(browser, server, size):
+def test_token_chips_are_never_broken_mid_word(warm_context, server, size):
     for zoom in ("", "&zoom=d-1"):
-        context, page = open_page(browser, server, size, "en", zoom + "&frame=200")
+        page = open_page(warm_context, server, size, "en", zoom + "&frame=200")
         chips = page.locator(".xr-token").evaluate_all("""bs => bs.filter(b => b.offsetParent).map(b => {
           const style = getComputedStyle(b);
           const range = document.createRange();
@@ -83,11 +83,11 @@ def test_token_chips_are_never_broken_mid_word(browser, server, size):
         # a chip too narrow for its token ends in an ellipsis, and says the whole token on hover
         cut = [c for c in chips if c["cut"] and (c["overflow"] != "ellipsis" or c["title"] != c["text"])]
         assert cut == [], (size, zoom, cut)
-        context.close()
+        page.close()
 
 
-def test_not_computed_yet_is_empty_and_narrow_lanes_show_a_size(browser, server):
-    context, page = open_page(browser, server, "wide", "en", "&frame=60")
+def test_not_computed_yet_is_empty_and_narrow_lanes_show_a_size(warm_context, server):
+    page = open_page(warm_context, server, "wide", "en", "&frame=60")
     # a lane still to come is an opaque blank with an empty dashed slot, not faint strips
     veil = page.locator('.xr-row[data-key="d-0-ffn"] rect.xr-veil').first
     assert veil.get_attribute("opacity") is None and veil.get_attribute("fill") == "#fff"
@@ -100,12 +100,12 @@ def test_not_computed_yet_is_empty_and_narrow_lanes_show_a_size(browser, server)
     tip.wait_for()
     assert "root-mean-square" in tip.text_content()
     assert page.errors == []
-    context.close()
+    page.close()
 
 
 @pytest.mark.parametrize("key", [f"e-{n}" for n in range(ENC_LAYERS)] + [f"d-{n}" for n in range(DEC_LAYERS)])
-def test_a_zoomed_layer_grows_in_place_and_the_model_stays_on_one_screen(browser, server, key):
-    context, page = open_page(browser, server, "wide", "en", f"&zoom={key}&frame=60")
+def test_a_zoomed_layer_grows_in_place_and_the_model_stays_on_one_screen(warm_context, server, key):
+    page = open_page(warm_context, server, "wide", "en", f"&zoom={key}&frame=60")
     page.locator(f'.xr-group.xr-zoomed[data-zoom="{key}"]').wait_for()
     # once stepping scrolls the page, the player sticks below the header: the model fits below it
     header, player, stage = box(page, "header.site"), box(page, "#xr-player"), box(page, "#xr-stage")
@@ -117,24 +117,24 @@ def test_a_zoomed_layer_grows_in_place_and_the_model_stays_on_one_screen(browser
     zoomed = groups[int(key[2:])]
     assert all(zoomed["width"] > 4 * g["width"] for n, g in enumerate(groups) if n != int(key[2:]))
     assert page.errors == []
-    context.close()
+    page.close()
 
 
-def test_opening_a_block_adds_at_most_one_screen(browser, server):
+def test_opening_a_block_adds_at_most_one_screen(warm_context, server):
     for row in ("d-1-cross_attention", "d-1-ffn", "d-1-add_norm2", "e-0-self_attention"):
-        context, page = open_page(browser, server, "wide", "en", f"&zoom={row[:3]}&frame=200")
+        page = open_page(warm_context, server, "wide", "en", f"&zoom={row[:3]}&frame=200")
         before = page.evaluate("document.documentElement.scrollHeight")
         page.locator(f'.xr-row[data-key="{row}"] button.xr-head').click()
         page.locator(f'.xr-row[data-key="{row}"] .xr-panel .xr-step').first.wait_for()
         added = page.evaluate("document.documentElement.scrollHeight") - before
         assert added <= 900, (row, added)
         assert page.errors == []
-        context.close()
+        page.close()
 
 
 @pytest.mark.parametrize("size", ["wide", "phone"])
-def test_the_player_never_covers_the_block_computing_or_a_heading(browser, server, size):
-    context, page = open_page(browser, server, size, "en", "&frame=0")
+def test_the_player_never_covers_the_block_computing_or_a_heading(warm_context, server, size):
+    page = open_page(warm_context, server, size, "en", "&frame=0")
     page.locator("h1").click()
     covered = []
     for _ in range(40):
@@ -148,11 +148,11 @@ def test_the_player_never_covers_the_block_computing_or_a_heading(browser, serve
                     covered.append((selector, page.evaluate("ITTXray.state.frame")))
     assert covered == [], covered
     assert page.errors == []
-    context.close()
+    page.close()
 
 
-def test_the_guided_chapters_walk_the_story_on_the_learners_sentence(browser, server):
-    context, page = open_page(browser, server, "wide", "en", "&chapter=1")
+def test_the_guided_chapters_walk_the_story_on_the_learners_sentence(warm_context, server):
+    page = open_page(warm_context, server, "wide", "en", "&chapter=1")
     card = page.locator("#xr-chapter")
     expect_text = {  # a chapter says this sentence's own numbers
         1: lambda tr: " · ".join(tr["source_tokens"]),
@@ -187,15 +187,15 @@ def test_the_guided_chapters_walk_the_story_on_the_learners_sentence(browser, se
     assert page.locator("#xr-chapter-title").text_content() == "Masked self-attention"
     assert "−∞" in page.locator("#xr-chapter-text").text_content()
     assert page.errors == []
-    context.close()
+    page.close()
 
 
-def test_the_chapters_read_in_chinese_on_a_phone(browser, server):
-    context, page = open_page(browser, server, "phone", "zh", "&chapter=12")
+def test_the_chapters_read_in_chinese_on_a_phone(warm_context, server):
+    page = open_page(warm_context, server, "phone", "zh", "&chapter=12")
     assert page.locator("#xr-chapter-count").text_content() == "第 12 章，共 12 章"
     assert page.locator("#xr-chapter-title").text_content() == "KV 缓存"
     link = page.locator("#xr-kv-link")
     assert link.is_visible() and "/kv-cache?" in link.get_attribute("href")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     assert page.errors == []
-    context.close()
+    page.close()

@@ -13,6 +13,7 @@ import pytest
 from app.main import create_app
 from app.schemas import MAX_TEXT_CHARS
 from app.settings import Settings
+from tests.conftest import warm_page
 from tests.e2e.conftest import settle, track_requests
 from tests.prod.test_security import html_pages
 from tests.waiting import PATIENCE_S
@@ -69,15 +70,14 @@ def test_the_sweep_reaches_every_page():
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_payloads_never_execute(browser, live_server, path):
-    """In the run's one Chromium (tests/conftest.py), every payload on one page: a test per page,
-    so that pytest-xdist can spread the pages over its workers."""
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    context.add_init_script(WATCH)
+def test_payloads_never_execute(warm_context, live_server, path):
+    """In the worker's warm Chromium (tests/conftest.py), every payload on one page: a test per
+    page, so that pytest-xdist can spread the pages over its workers."""
+    page = warm_page(warm_context)
+    page.add_init_script(WATCH)
     # a page's load may wait on a server busy with another worker's tests (an /ablation load took
     # over 30 s, Playwright's default, beside a training run): the patience of every other wait
-    context.set_default_timeout(PATIENCE_S * 1000)
-    page = context.new_page()
+    page.set_default_timeout(PATIENCE_S * 1000)
     in_flight = track_requests(page)
     dialogs: list[str] = []
 
@@ -119,7 +119,7 @@ def test_payloads_never_execute(browser, live_server, path):
                 settle(page, in_flight)
                 check(page, dialogs, f"{path} field {index}")
     finally:
-        context.close()
+        page.close()
     if has_text_box:  # a page with a sentence box has at least that field to type payloads into
         assert fields_tested >= 1, (path, fields_tested)
 
