@@ -180,4 +180,14 @@ def warm_page(context, width: int = 1280, height: int = 800, lang: str | None = 
         context.add_cookies([{"name": "lang", "value": lang, "url": server}])
     page = context.new_page()
     page.set_viewport_size({"width": width, "height": height})
+    page.in_flight = track_requests(page)  # what tests/e2e/conftest.py's wait_idle waits on
     return page
+
+
+def track_requests(page) -> set:
+    """The page's requests still in flight, kept up to date from Playwright's events."""
+    in_flight: set = set()
+    page.on("request", lambda r: in_flight.add(r))
+    page.on("requestfinished", lambda r: in_flight.discard(r))
+    page.on("requestfailed", lambda r: in_flight.discard(r))
+    return in_flight

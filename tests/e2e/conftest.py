@@ -102,18 +102,15 @@ def marian_server(tiny_marian):
 
 
 def wait_idle(page) -> None:
-    """Until the page has no request in flight and no model call pending (its busy counter)."""
+    """Until the page has no request in flight and no model call pending (its busy counter): on a
+    page of ``warm_page``, which tracks its requests, ``settle`` (no fixed wait); on any other,
+    Playwright's networkidle (500 ms without a request) and the busy counter."""
+    in_flight = getattr(page, "in_flight", None)
+    if in_flight is not None:
+        settle(page, in_flight)
+        return
     page.wait_for_load_state("networkidle")
     page.locator("body.busy").wait_for(state="detached")  # no wait_for_function: CSP forbids eval
-
-
-def track_requests(page) -> set:
-    """The page's requests still in flight, kept up to date from Playwright's events."""
-    in_flight: set = set()
-    page.on("request", lambda r: in_flight.add(r))
-    page.on("requestfinished", lambda r: in_flight.discard(r))
-    page.on("requestfailed", lambda r: in_flight.discard(r))
-    return in_flight
 
 
 # two animation frames: whatever the page's scripts queued after their last answer has run

@@ -14,7 +14,7 @@ from app.main import create_app
 from app.schemas import MAX_TEXT_CHARS
 from app.settings import Settings
 from tests.conftest import warm_page
-from tests.e2e.conftest import settle, track_requests
+from tests.e2e.conftest import settle
 from tests.prod.test_security import html_pages
 from tests.waiting import PATIENCE_S
 
@@ -78,7 +78,7 @@ def test_payloads_never_execute(warm_context, live_server, path):
     # a page's load may wait on a server busy with another worker's tests (an /ablation load took
     # over 30 s, Playwright's default, beside a training run): the patience of every other wait
     page.set_default_timeout(PATIENCE_S * 1000)
-    in_flight = track_requests(page)
+    in_flight = page.in_flight  # warm_page tracks its requests
     dialogs: list[str] = []
 
     def on_dialog(dialog):
