@@ -9,6 +9,7 @@ from urllib.parse import quote
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
+from tests.conftest import track_requests
 from tests.e2e.conftest import wait_idle
 from tests.waiting import PATIENCE_S
 
@@ -42,6 +43,7 @@ def sized_pages(browser):
             context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
             context.add_cookies([{"name": "lang", "value": lang, "url": server}])
             pages[key] = context.new_page()
+            pages[key].in_flight = track_requests(pages[key])  # wait_idle: no fixed 500 ms
             # a load may wait on a server busy with another worker's burst (a /pipeline load once
             # took over 30 s beside tests/prod/test_nginx.py's): the patience of every other wait
             pages[key].set_default_timeout(PATIENCE_S * 1000)
