@@ -34,7 +34,7 @@ from model.training.loop import (
     load_saved,
     train_stage,
 )
-from model.training.recipe import Recipe, held_out_splits, load_recipe, parse_recipe, stage_pairs
+from model.training.recipe import Recipe, Stage, held_out_splits, load_recipe, parse_recipe, stage_pairs
 from model.transformer import Transformer, TransformerConfig
 
 log = logging.getLogger("model.training")
@@ -84,10 +84,15 @@ def begin_run(work: Path, recipe: Recipe, data: Path) -> dict:
                 raise SystemExit(f"{work} holds a run of another recipe (or of this one before it "
                                  "was edited): give another --work, or delete that folder to start "
                                  "again (stages added after the last one go on from it)")
-            log.info("the recipe has %d stage(s) more than when this run began: they go on from "
-                     "stage %d", len(recipe.stages) - begun, begun)
-            run.setdefault("extended", []).append(
-                {"stages_before": begun, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            if len(recipe.stages) > begun:
+                log.info("the recipe has %d stage(s) more than when this run began: they go on "
+                         "from stage %d", len(recipe.stages) - begun, begun)
+                run.setdefault("extended", []).append({"stages_before": begun, "at": at})
+            else:
+                log.info("the recipe's description or stage labels were reworded since this run "
+                         "began: the run goes on, its history with the new words")
+                run.setdefault("reworded", []).append(at)
             run["text"] = recipe.text
         changed = [name for name in hashes if run["data"].get(name) != hashes[name]]
         if changed:
@@ -101,16 +106,22 @@ def begin_run(work: Path, recipe: Recipe, data: Path) -> dict:
 
 
 def extended_from(text: str, recipe: Recipe) -> int | None:
-    """How many stages the recipe ``text`` had, if ``recipe`` is it with stages added after its
-    last one (and its description edited); otherwise None. Running the longer recipe from random
+    """How many stages the recipe ``text`` had, if ``recipe`` trains as it does with none or more
+    stages added after its last one; otherwise None. Its description and the stages' labels may be
+    reworded: they are words for the pages, not training. Running the longer recipe from random
     weights trains the same stages first, so a run of the shorter one may go on into the new ones."""
     before = parse_recipe(text, recipe.name)
     same = replace(before, text="", description={}, stages=()) == replace(
         recipe, text="", description={}, stages=())
     count = len(before.stages)
-    if same and len(recipe.stages) > count and recipe.stages[:count] == before.stages:
+    if same and len(recipe.stages) >= count and _unlabelled(recipe.stages[:count]) == _unlabelled(
+            before.stages):
         return count
     return None
+
+
+def _unlabelled(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    return tuple(replace(stage, label={}) for stage in stages)
 
 
 def encode(pairs: list[Pair], english: EnglishTokenizer,

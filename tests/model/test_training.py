@@ -155,6 +155,16 @@ average = 2
     run = json.loads((tmp_path / "run" / "work" / "run.json").read_text())
     assert run["text"] == path.read_text() and run["extended"][0]["stages_before"] == 2
     assert history["recipe"]["text"] == path.read_text()
+    # labels are words for the pages: reworded, the finished run goes on (nothing trained again)
+    # and its history carries the new words; a stage's training settings are not words
+    path.write_text(path.read_text().replace('en = "averaged with its start"',
+                                             'en = "its end or its mean with its start"'),
+                    encoding="utf-8")
+    reworded = json.loads((_run(path, data, tmp_path / "run") / "history.json").read_text())
+    assert reworded["recipe"]["text"] == path.read_text()
+    assert reworded["epochs"] == history["epochs"] and reworded["final"] == history["final"]
+    run = json.loads((tmp_path / "run" / "work" / "run.json").read_text())
+    assert len(run["extended"]) == 1 and len(run["reworded"]) == 1
     path.write_text(path.read_text().replace("lr_factor = 0.1", "lr_factor = 0.3"), encoding="utf-8")
     with pytest.raises(SystemExit, match="another recipe"):
         _run(path, data, tmp_path / "run")
