@@ -1,4 +1,4 @@
-"""Shared fixtures: a tiny random checkpoint made from sentences written here (never ../shared)."""
+"""Shared fixtures: a tiny checkpoint made from sentences written here (never ../shared)."""
 
 from __future__ import annotations
 
@@ -30,8 +30,9 @@ TINY_PAIRS = [
 ]
 
 
-def make_tiny_checkpoint(path: Path, seed: int = 0, **overrides) -> Path:
-    """Write a small random model with real tokenizers to ``path`` in the shipped format."""
+def make_tiny_checkpoint(path: Path, seed: int = 0, learn_steps: int = 0, **overrides) -> Path:
+    """Write a small model with real tokenizers to ``path`` in the shipped format: random, or with
+    ``learn_steps`` Adam steps on TINY_PAIRS (``learn_pairs``)."""
     from safetensors.torch import save_file
 
     torch.manual_seed(seed)
@@ -44,6 +45,8 @@ def make_tiny_checkpoint(path: Path, seed: int = 0, **overrides) -> Path:
     settings.update(overrides)
     config = TransformerConfig(english.vocab_size, chinese.vocab_size, **settings)
     model = Transformer(config)
+    if learn_steps:
+        learn_pairs(model, english, chinese, learn_steps)
     save_file(state_for_saving(model), str(path / "weights.safetensors"))
     config.save(path / "config.json")
     english.save(path / "tokenizer_en.json")
@@ -57,6 +60,23 @@ def make_tiny_checkpoint(path: Path, seed: int = 0, **overrides) -> Path:
     (path / "history.json").write_text(json.dumps(history), encoding="utf-8")
     (path / "eval.json").write_text(json.dumps({"test": {"bleu": 1.0, "chrf": 2.0}}), "utf-8")
     return path
+
+
+def learn_pairs(model: Transformer, english, chinese, steps: int) -> None:
+    """Teacher-forced Adam steps on all of TINY_PAIRS at once: after ~200 the model translates them
+    and, like a real model, ends every translation with <eos> within a few tokens. (A random model
+    runs every translation to max_len, 128 by default, so every page it serves draws 128 steps.)"""
+    from model.training.loop import collate, smoothed_cross_entropy
+
+    src, tgt_in, labels = collate([(english.encode(e), chinese.encode(z)) for e, z in TINY_PAIRS])
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        loss = smoothed_cross_entropy(model(src, tgt_in), labels, smoothing=0.0)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
 
 
 # Files whose tests pytest-xdist may hand to different workers: long, independent tests that share
@@ -92,7 +112,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory) -> Path:
-    return make_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "checkpoint")
+    """The tiny model most app and browser tests serve: it has learned TINY_PAIRS, so its
+    translations end as a real model's do (the figures are a few steps long, not 128)."""
+    return make_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "checkpoint", learn_steps=200)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Fixtures for the web layer: one app on the tiny random checkpoint, entered once per session."""
+"""Fixtures for the web layer: one app on the tiny checkpoint, entered once per session."""
 
 from __future__ import annotations
 

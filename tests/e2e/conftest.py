@@ -82,7 +82,7 @@ def running_server(checkpoint: Path | None, log_name: str, flag: str = "--checkp
 
 @pytest.fixture(scope="session")
 def server(tiny_checkpoint):
-    """The tiny random model: for what needs only shapes."""
+    """The tiny model (it has learned the eight TINY_PAIRS): for what needs only shapes."""
     with running_server(tiny_checkpoint, "e2e-server.log") as url:
         yield url
 

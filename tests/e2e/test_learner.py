@@ -120,8 +120,14 @@ def test_sampling_is_explained_and_unused_fields_are_off(page, server, lang, wor
 def test_training_table_aligns_and_teacher_forcing_parts_from_free_running(page, server, lang):
     page.goto(f"{server}/lang/{lang}?next=/training")
     wait_idle(page)
-    # the default sentence has a human reference, so free running differs from it somewhere
+    # the default sentence has a human reference, one of the pairs the tiny model learned
     assert page.locator("#reference").input_value() == "猫坐在垫子上。"
+    line = page.locator("#exposure-line").text_content()
+    same = "reproduces the reference at every position" if lang == "en" else "每个位置都与参考译文一致"
+    assert same in line, line
+    # a reference the model does not write: free running parts from it
+    page.goto(f"{server}/training?reference={quote('猫在垫子上坐着。')}")
+    wait_idle(page)
     for table in ("#shift-table", "#teacher-table"):
         head = page.locator(f"{table} thead th").all()
         for row in page.locator(f"{table} tbody tr").all():
@@ -134,6 +140,7 @@ def test_training_table_aligns_and_teacher_forcing_parts_from_free_running(page,
                            - c.evaluate("e => e.getBoundingClientRect().left")) < 1
     line = page.locator("#exposure-line").text_content()
     assert ("parts from the reference" in line) if lang == "en" else ("出现分歧" in line)
+    assert "在" in line, line  # the reference's token where they part
     adam = page.locator("#adam").text_content()
     assert "β₁ = 0.9" in adam and "β₂ = 0.98" in adam and "ε = 1e-9" in adam
     assert page.locator("#exposure-help > summary").text_content() == (  # folded under the table
