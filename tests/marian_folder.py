@@ -1,8 +1,9 @@
-"""A tiny random Hugging Face Marian model, written as a Hugging Face folder (no download).
+"""A tiny Hugging Face Marian model, written as a Hugging Face folder (no download).
 
 SentencePiece models are trained here on the tiny sentences of tests/conftest.py; the model is a
-``MarianMTModel`` from a ``MarianConfig`` with random weights — the same files a real opus-mt
-folder has (config.json, model.safetensors, source.spm, target.spm, vocab.json, tokenizer_config.json).
+``MarianMTModel`` from a ``MarianConfig`` with random weights (or briefly taught the pairs below),
+in the files a real opus-mt folder has (config.json, model.safetensors, source.spm, target.spm,
+vocab.json, tokenizer_config.json).
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ def _train_spm(lines: list[str], prefix: Path, vocab_size: int) -> Path:
     return prefix.with_suffix(".model")
 
 
-def make_tiny_marian(path: Path, seed: int = 0, **overrides) -> Path:
-    """Write a random tiny Marian model (d_model 16, 2+2 layers, 2 heads, SiLU) to ``path``."""
+def make_tiny_marian(path: Path, seed: int = 0, learn_steps: int = 0, **overrides) -> Path:
+    """Write a tiny Marian model (d_model 16, 2+2 layers, 2 heads, SiLU) to ``path``: random, or
+    after ``learn_steps`` Adam steps on the ten pairs above (then, like a real model, it ends its
+    translations within a few tokens; a random one runs each to max_len)."""
     import sentencepiece as spm
     from transformers import MarianConfig, MarianMTModel, MarianTokenizer
 
@@ -73,6 +76,17 @@ def make_tiny_marian(path: Path, seed: int = 0, **overrides) -> Path:
     model = MarianMTModel(MarianConfig(**settings)).eval()
     with torch.no_grad():  # a non-zero output bias, so the tests see it carried over
         model.final_logits_bias.normal_(0.0, 0.5)
+    if learn_steps:
+        batch = tokenizer(ENGLISH, text_target=CHINESE, padding=True, return_tensors="pt")
+        batch["labels"][batch["labels"] == tokenizer.pad_token_id] = -100  # no loss on padding
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        model.train()
+        for _ in range(learn_steps):
+            loss = model(**batch).loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        model.eval()
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

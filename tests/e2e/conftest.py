@@ -95,8 +95,19 @@ def shipped_server():
 
 
 @pytest.fixture(scope="session")
+def tiny_marian(tmp_path_factory) -> Path:
+    """The browser tests' tiny Hugging Face Marian folder (tests/marian_folder.py), taught its ten
+    pairs (300 steps, ~3 s), so that its pages draw a few steps, not max_len's 128."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentencepiece")
+    from tests.marian_folder import make_tiny_marian
+
+    return make_tiny_marian(tmp_path_factory.mktemp("marian") / "opus-mt-en-zh-tiny", learn_steps=300)
+
+
+@pytest.fixture(scope="session")
 def marian_server(tiny_marian):
-    """``--model`` on the tiny random Hugging Face Marian folder (tests/marian_folder.py)."""
+    """``--model`` on the tiny Hugging Face Marian folder (tests/marian_folder.py)."""
     with running_server(tiny_marian, "e2e-marian-server.log", flag="--model") as url:
         yield url
 
