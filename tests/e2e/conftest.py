@@ -97,12 +97,12 @@ def shipped_server():
 @pytest.fixture(scope="session")
 def tiny_marian(tmp_path_factory) -> Path:
     """The browser tests' tiny Hugging Face Marian folder (tests/marian_folder.py), taught its ten
-    pairs (300 steps, ~3 s), so that its pages draw a few steps, not max_len's 128."""
+    pairs (120 steps, about a second), so that its pages draw a few steps, not max_len's 128."""
     pytest.importorskip("transformers")
     pytest.importorskip("sentencepiece")
     from tests.marian_folder import make_tiny_marian
 
-    return make_tiny_marian(tmp_path_factory.mktemp("marian") / "opus-mt-en-zh-tiny", learn_steps=300)
+    return make_tiny_marian(tmp_path_factory.mktemp("marian") / "opus-mt-en-zh-tiny", learn_steps=120)
 
 
 @pytest.fixture(scope="session")
