@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import logging
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
@@ -38,7 +37,9 @@ from model.translator import Translator, set_threads
 # static/js/xray/), app/locales/*/<page>.json.
 PAGES = [pipeline, tokens, embeddings, attention, coreference, ablation, decode, kv_cache,
          training, timeline, scale, tour, xray, docs]
-PLOTLY_JS = Path(__import__("plotly").__file__).parent / "package_data" / "plotly.min.js"
+# plotly.js's cartesian bundle (bar, heatmap, scatter and the other x/y charts the pages draw):
+# 1.5 MB against the full bundle's 4.8 MB, so a page loads ~30 % faster (static/vendor/README.md)
+PLOTLY_JS = layout.STATIC / "vendor" / "plotly-cartesian.min.js"
 log = logging.getLogger("app")
 
 
@@ -81,7 +82,7 @@ def create_app(settings: Settings | None = None, translator: Translator | None =
 
     @app.get("/vendor/plotly.min.js", include_in_schema=False)
     def plotly_js() -> FileResponse:
-        """plotly.js as shipped inside the plotly Python package: no CDN."""
+        """plotly.js from static/vendor (no CDN), cached for a day."""
         return FileResponse(PLOTLY_JS, media_type="text/javascript",
                             headers={"Cache-Control": "public, max-age=86400"})
 

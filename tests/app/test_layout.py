@@ -4,12 +4,16 @@ markup; the language switch."""
 
 from __future__ import annotations
 
+import hashlib
 import re
+from pathlib import Path
 
 import pytest
 
 from app.i18n import strings
 
+ROOT = Path(__file__).resolve().parents[2]
+PLOTLY_SHA256 = "79542150855a52c567260e3137095dbe2b744e6d702a5cabe67da246942fba7a"
 PAGES = ["/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/decode", "/kv-cache",
          "/training", "/timeline", "/scale", "/tour", "/docs"]
 
@@ -49,10 +53,15 @@ def test_security_headers(app_client):
 
 
 def test_plotly_is_served_locally(app_client):
+    """The cartesian bundle of plotly.js, byte for byte what npm publishes (static/vendor/README.md
+    names the package, the version and this hash)."""
     response = app_client.get("/vendor/plotly.min.js")
     assert response.status_code == 200
     assert "javascript" in response.headers["content-type"]
-    assert len(response.content) > 1_000_000
+    assert response.content.startswith(b"/**\n* plotly.js (cartesian - minified) v4.1.1")
+    assert hashlib.sha256(response.content).hexdigest() == PLOTLY_SHA256
+    readme = (ROOT / "static" / "vendor" / "README.md").read_text(encoding="utf-8")
+    assert PLOTLY_SHA256 in readme and "plotly.js-cartesian-dist-min@4.1.1" in readme
 
 
 def test_user_text_is_escaped(app_client):

@@ -48,7 +48,10 @@ def running_server(checkpoint: Path | None, log_name: str, flag: str = "--checkp
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ITT_ACCESS_LOG": "false"}
     env.pop("ITT_CHECKPOINT", None)
     env.pop("ITT_MODEL", None)
-    command = [sys.executable, "-m", "app", "--port", "0"]
+    # one worker process: the default (one per core) would load the model in a supervisor's check
+    # and in two workers, ~3 torch imports more per server, and split a page's cache between two
+    # processes; tests/prod/test_setup.py and test_supervisor.py cover several workers
+    command = [sys.executable, "-m", "app", "--port", "0", "--workers", "1"]
     if checkpoint is not None:
         command += [flag, str(checkpoint)]
     with log.open("w") as out:

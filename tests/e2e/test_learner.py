@@ -19,6 +19,13 @@ PAGES = ["/", "/pipeline", "/tokens", "/embeddings", "/attention", "/coreference
 FORCED = "&".join(["forced=" + quote("。")] * 40)  # a long run with no line-break opportunity
 
 
+# the trace types drawn on a page (plotly's default is scatter), and those the served plotly.js
+# bundle registers (static/vendor: the cartesian bundle, not the full one)
+DRAWN_TYPES = """() => [...document.querySelectorAll('.js-plotly-plot')]
+    .flatMap((chart) => (chart.data || []).map((trace) => trace.type || 'scatter'))"""
+REGISTERED_TYPES = "() => window.Plotly ? Object.keys(Plotly.PlotSchema.get().traces) : []"
+
+
 def overflow(page) -> int:
     return page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
 
@@ -26,6 +33,7 @@ def overflow(page) -> int:
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_no_page_scrolls_sideways_on_a_phone(phone, server, lang):
     phone.goto(f"{server}/lang/{lang}?next=/")
+    drawn, registered = set(), set()
     for path in PAGES:
         joiner = "&" if "?" in path else "?"
         phone.goto(f"{server}{path}{joiner}text={quote(LONG)}&max_len=12")
@@ -39,6 +47,10 @@ def test_no_page_scrolls_sideways_on_a_phone(phone, server, lang):
             if buttons.count():
                 assert "png" in buttons.first.get_attribute("data-title").lower(), path
                 assert "SVG" in buttons.nth(1).get_attribute("data-title"), path
+        drawn.update(phone.evaluate(DRAWN_TYPES))
+        registered.update(phone.evaluate(REGISTERED_TYPES))
+    # every chart type a page draws is in the served bundle (an unknown type would not be drawn)
+    assert {"bar", "heatmap", "scatter"} <= drawn <= registered, (drawn, registered)
 
 
 def test_a_long_unbreakable_output_stays_inside_a_phone(phone, server):
