@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+# the trace types of plotly.js's cartesian bundle, the one the app serves (static/vendor/README.md)
+CARTESIAN_TRACES = {"bar", "box", "contour", "heatmap", "histogram", "histogram2d",
+                    "histogram2dcontour", "image", "pie", "scatter", "scatterternary", "violin"}
+
 
 def field_of(response) -> str:
     """The field a 422 names first."""
@@ -27,10 +31,13 @@ def figures_in(value, path: str = "") -> list[tuple[str, dict]]:
 
 def assert_valid_figures(answer, at_least: int = 1) -> list[tuple[str, dict]]:
     """Every figure in ``answer`` is one Plotly accepts: go.Figure validates each trace type and
-    each layout property, and raises on anything unknown or out of range."""
+    each layout property, and raises on anything unknown or out of range; and each trace is of a
+    type the served bundle draws."""
     figures = figures_in(answer)
     assert len(figures) >= at_least, "no figure in the answer"
     for path, figure in figures:
+        types = {trace.get("type", "scatter") for trace in figure["data"]}
+        assert types <= CARTESIAN_TRACES, f"{path}: {types - CARTESIAN_TRACES} not in the bundle"
         try:
             go.Figure(figure)
         except ValueError as error:  # plotly's validation error names the bad property
