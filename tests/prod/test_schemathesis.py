@@ -38,6 +38,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.config import SchemathesisConfig
+from schemathesis.python import asgi
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from app.main import create_app
@@ -111,15 +112,20 @@ def _cases() -> list:
 
 @pytest.fixture(scope="module")
 def served(tiny_checkpoint):
+    """The app on the tiny checkpoint, its lifespan run once for the module by a TestClient; the
+    cases reach it through one schemathesis ASGI client that is never entered, so schemathesis
+    starts no lifespan of its own (its pytest plugin ends every such lifespan after each test, so
+    each of the 79 tests loaded and warmed the model again: ~0.4 s each)."""
     app = create_app(Settings(checkpoint=tiny_checkpoint, access_log=False))
     with TestClient(app) as client:  # runs the lifespan: the model is loaded onto app.state
-        yield app, client, schemathesis.openapi.from_asgi("/openapi.json", app, config=CONFIG)
+        schema = schemathesis.openapi.from_asgi("/openapi.json", app, config=CONFIG)
+        yield app, client, schema, asgi.get_client(app)
 
 
 def test_every_rule_is_named_in_its_operations_description(served):
     """What the test excludes from positive_data_acceptance is what /openapi.json tells a client
     in the operation's 422 description."""
-    app, _, _ = served
+    app, _, _, _ = served
     spec = app.openapi()
     for path, methods in spec["paths"].items():
         for method, operation in methods.items():
@@ -143,14 +149,14 @@ def test_every_operation_is_covered():
 
 @pytest.mark.parametrize(("label", "mode"), _cases())
 def test_api(served, label, mode):
-    app, client, schema = served
+    _, client, schema, session = served
     operation = next(r.ok() for r in schema.get_all_operations() if r.ok().label == label)
 
     @given(case=operation.as_strategy(mode))
     @settings(max_examples=EXAMPLES[mode], deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     def check(case):
-        send(client, case)
+        send(client, session, case)
 
     check()
 
@@ -159,20 +165,20 @@ def test_api(served, label, mode):
 def test_api_coverage(served, label):
     """Schemathesis' coverage phase: boundary values (every limit, its neighbours outside it),
     missing and wrongly typed fields, and methods the operation does not have (405 + Allow)."""
-    app, client, schema = served
+    _, client, schema, session = served
     operation = next(r.ok() for r in schema.get_all_operations() if r.ok().label == label)
     cases = schema.iter_coverage_cases(
         operation, generation_modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
         generation_config=schema.config.generation_for(operation=operation))
     for case in cases:
-        send(client, case)
+        send(client, session, case)
 
 
-def send(client: TestClient, case) -> None:
+def send(client: TestClient, session, case) -> None:
     """Every check on the answer (a schema-valid case refused by exactly its operation's RULES:
     every check but positive_data_acceptance); a GET is also sent as HEAD: the same status, no
     body."""
-    response = case.call()
+    response = case.call(session=session)
     excluded = []
     if case.meta.generation.mode is GenerationMode.POSITIVE \
             and applied_rules(case.operation.path, response):
