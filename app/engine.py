@@ -75,7 +75,6 @@ class Engine:
         self.cache = TraceCache(cache_size, int(cache_mb * 1024 * 1024))
         self.costs = Costs()
         self.admission = Admission(self.costs, max_queue)
-        self.max_queue = max_queue
         self.model_calls = 0  # how many traces the model really computed (tests read this)
         self.layer_calls = 0  # encoder/decoder layers run on the model thread (tests read this)
         self.pending = 0  # calls submitted and not finished: running + queued
@@ -87,6 +86,16 @@ class Engine:
         # only fight over the cores and the GIL (measured in bench/: throughput went up, not down).
         self._thread: threading.Thread | None = None
         cancellable(translator.model)
+
+    @property
+    def max_queue(self) -> int:
+        """Requests admitted at once (running + waiting); more are refused at once."""
+        return self.admission.max_queue
+
+    @max_queue.setter
+    def max_queue(self, value: int) -> None:
+        with self._lock:
+            self.admission.max_queue = value
 
     @property
     def shed(self) -> int:

@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from app.admission import Busy
 from app.engine import CURRENT_TICKET, Cancelled, Engine, Ticket, options
 from app.schemas import TraceRequest
 from model.explain import ablation as ablate
@@ -119,14 +120,27 @@ def test_the_scoring_is_admitted_like_every_model_call(fresh_client):
     holder = threading.Thread(target=engine.run, args=(hold,), daemon=True)
     holder.start()
     assert started.wait(30)
+    refused_at_the_door = []  # refused when admitted, not taken back later (as its deadline nears)
+    admit = engine.admission.admit
+
+    def watched(claim, now):
+        try:
+            admit(claim, now)
+        except Busy:
+            refused_at_the_door.append(claim.route)
+            raise
+
+    engine.admission.admit = watched
     engine.max_queue = 1
     try:
         answer = fresh_client.post("/api/ablation/importance", json=TEXT)
     finally:
         engine.max_queue = 16
+        del engine.admission.admit
         release.set()
         holder.join(30)
     assert answer.status_code == 503 and "Retry-After" in answer.headers
+    assert len(refused_at_the_door) == 1, refused_at_the_door
     assert fresh_client.post("/api/ablation/importance", json=TEXT).status_code == 200
 
 
