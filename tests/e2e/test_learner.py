@@ -46,7 +46,7 @@ def test_no_page_scrolls_sideways_on_a_phone(phone, server, lang):
         assert phone.locator("#error").is_hidden(), (path, phone.locator("#error").text_content())
         assert overflow(phone) <= 0, (lang, path, overflow(phone))
         # every chart keeps two mode-bar buttons: download as PNG, download as SVG (read in one
-        # call: a round trip per button made this sweep several seconds longer)
+        # call: a round trip per button made this sweep about a second longer per language)
         for titles in phone.evaluate(MODE_BARS):
             assert len(titles) in (0, 2), (path, titles)
             if titles:

@@ -40,7 +40,8 @@ from tests.waiting import PATIENCE_S, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "docs" / "deploy.md"
-# A 5 s time limit instead of 20: a burst outlasts it, and is refused, after a quarter of the work
+# A 5 s time limit instead of 20: a burst outlasts it, and is refused, after less work (the burst
+# test took 27.5 s alone at 20 s, ~2.5 s at 5 s)
 # (docs/deploy.md: nginx's proxy_read_timeout, 30 s, stays above the app's limit either way)
 INSTANCE_ENV = {"ITT_ACCESS_LOG": "false", "ITT_REQUEST_TIMEOUT_S": "5"}
 
@@ -204,7 +205,7 @@ def kv_cache(text: str, steps: int = 48) -> tuple[str, str, None]:
 def test_a_burst_is_spread_and_a_refusal_carries_retry_after(deployment):
     url, instances, folder = deployment
     ports = [s.port for s in instances]
-    # interpret figures with 64 integrated-gradient steps (~1 s each here): more than two
+    # interpret figures with 64 integrated-gradient steps: more than two
     # instances finish within their 5 s time limit when 16 arrive at once; a faster machine than
     # that gets a burst twice as large, then four times (until one is refused). Short calls: a
     # call that outlasts the plan is refused before it starts ("busy"), and one that is running
