@@ -213,3 +213,12 @@ def track_requests(page) -> set:
     page.on("requestfinished", lambda r: in_flight.discard(r))
     page.on("requestfailed", lambda r: in_flight.discard(r))
     return in_flight
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report on the test (``item.report_call``…), for fixtures that act on a failure
+    (tests/e2e/conftest.py saves a failed browser test's page)."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report

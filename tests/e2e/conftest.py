@@ -7,6 +7,7 @@ Chromium must be at /usr/bin/chromium (scripts/test.sh installs it); without it 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,10 @@ from tests.conftest import warm_page
 ROOT = Path(__file__).resolve().parents[2]
 # screenshots and server logs: under the system temp folder, never left in the checkout
 ARTIFACTS = Path(tempfile.gettempdir()) / "inside-transformer-test-artifacts"
+# The screenshots of the pages' states (``shot``) are for a person to look at and no test reads
+# them: they are written when asked (ITT_TEST_SHOTS=1: ~100 PNGs, ~40 MB, and ~40 s of CPU on the
+# 2-core machine, ~7 % of the suite), and a failed browser test's page is always saved.
+SHOTS = os.environ.get("ITT_TEST_SHOTS") == "1"
 LOOPBACK = {"127.0.0.1", "localhost"}
 # What the shipped checkpoint answers, greedy and beam 4 alike (looked up once through
 # /api/translate; tests/e2e/test_first_views.py asks again, so a retrained checkpoint fails there
@@ -161,6 +166,18 @@ class Watch:
         assert foreign == [], foreign
 
 
+def save_failure(page, request) -> None:
+    """The page as it was when its test failed (tests/conftest.py keeps each phase's report)."""
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed and not page.is_closed():
+        ARTIFACTS.mkdir(exist_ok=True)
+        name = re.sub(r"[^\w.-]+", "-", request.node.nodeid.split("::", 1)[-1])[:120]
+        try:
+            page.screenshot(path=str(ARTIFACTS / f"failed-{name}.png"), full_page=True, timeout=10_000)
+        except Exception as error:  # a crashed page: the failure itself says more
+            print(f"no screenshot of the failed page: {error}")
+
+
 @pytest.fixture()
 def page(warm_context, request):
     page = warm_page(warm_context)
@@ -171,11 +188,12 @@ def page(warm_context, request):
     page.watch = watch
     page.set_default_timeout(30_000)
     yield page
+    save_failure(page, request)
     page.close()
     watch.check()
 
 
-def _sized_page(context, width: int, height: int, console: bool = False):
+def _sized_page(context, request, width: int, height: int, console: bool = False):
     """A page of that viewport (English) that fails the test on any uncaught script error (and,
     with ``console``, on any console error)."""
     page = warm_page(context, width, height)
@@ -185,22 +203,29 @@ def _sized_page(context, width: int, height: int, console: bool = False):
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.set_default_timeout(30_000)
     yield page
+    save_failure(page, request)
     page.close()
     assert errors == [], errors
 
 
 @pytest.fixture()
-def phone(warm_context):
+def phone(warm_context, request):
     """A 390 px page (English) that fails the test on any uncaught script error."""
-    yield from _sized_page(warm_context, 390, 844)
+    yield from _sized_page(warm_context, request, 390, 844)
 
 
 @pytest.fixture()
-def wide(warm_context):
+def wide(warm_context, request):
     """A 1440×900 page (English) that fails the test on any script or console error."""
-    yield from _sized_page(warm_context, 1440, 900, console=True)
+    yield from _sized_page(warm_context, request, 1440, 900, console=True)
 
 
-def shot(page, name: str) -> None:
+def shot(target, name: str) -> None:
+    """With ITT_TEST_SHOTS=1, ``name``.png in ARTIFACTS: the whole page, or one element (a locator)."""
+    if not SHOTS:
+        return
     ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    if hasattr(target, "goto"):
+        target.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    else:
+        target.screenshot(path=str(ARTIFACTS / f"{name}.png"))

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.e2e.conftest import ARTIFACTS, shot, wait_idle
+from tests.e2e.conftest import shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 # long for a phone, yet within the tiny test model's 64-token limit
@@ -82,7 +82,6 @@ def test_chart_titles_wrap_instead_of_being_clipped(phone, server):
     assert box["width"] <= 390 and box["height"] > 30  # wrapped onto more than one line
     assert phone.locator("#pe-offset .gtitle").count() == 0 or \
         phone.locator("#pe-offset .gtitle").text_content() == ""
-    ARTIFACTS.mkdir(exist_ok=True)
 
 
 @pytest.mark.parametrize(("lang", "words"), [("en", ["Temperature", "Top-k", "Top-p", "Seed"]),

@@ -10,7 +10,7 @@ import pytest
 
 from tests.app.test_training import DECODINGS, METRIC_KEYS, SPLITS, made_up_evaluation
 from tests.conftest import warm_page
-from tests.e2e.conftest import ARTIFACTS, running_server, shot
+from tests.e2e.conftest import running_server, shot
 
 
 @pytest.fixture(scope="module")
@@ -160,5 +160,4 @@ def test_the_no_stop_card_and_the_learner_probe_show_eval_jsons_figures(
         assert output["english"] in text and output["greedy"] in text and output["beam4"] in text
     assert "旧的" in text  # the earlier checkpoint's output beside today's
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
-    ARTIFACTS.mkdir(exist_ok=True)  # the section alone: a whole-page shot is 8,000 px tall
-    learner.screenshot(path=str(ARTIFACTS / f"training-learner-390-{lang}.png"))
+    shot(learner, f"training-learner-390-{lang}")  # the section alone: the whole page is 8,000 px tall

@@ -14,7 +14,7 @@ import pytest
 
 from app import xray
 from model.decoding import DecodingOptions
-from tests.e2e.conftest import ARTIFACTS
+from tests.e2e.conftest import shot
 
 pytestmark = pytest.mark.e2e
 # Sentences to find the calibration cases among, on whatever checkpoint is shipped: the first the
@@ -199,7 +199,7 @@ def test_a_translation_the_model_was_unsure_of_says_so(page, server, unsure, inv
     if level == "unsure":  # e.g. 2.3 characters expected to differ of 13
         assert f"about {judged.expected:.1f} of these {judged.steps} tokens" in warning.text_content()
         assert page.locator(WARNING).count() == 1  # the same characters: one warning for both
-        page.locator("#xr-result").screenshot(path=str(ARTIFACTS / "xray-confidence-en.png"))
+        shot(page.locator("#xr-result"), "xray-confidence-en")
     else:  # the invented one: its characters' mean probability, and the pieces it could not read
         assert judged.unknown >= 1
         assert "far from what the model learned" in warning.text_content()
@@ -218,7 +218,7 @@ def test_the_warning_and_the_marks_speak_chinese(zh_page, server, confident, uns
     assert warning.get_attribute("data-level") == "unsure"
     assert warning.text_content().startswith("请核对这个译文。")
     assert f"这 {unsure.steps} 个词元里大约有 {unsure.expected:.1f} 个" in warning.text_content()
-    zh_page.locator("#xr-result").screenshot(path=str(ARTIFACTS / "xray-confidence-zh.png"))
+    shot(zh_page.locator("#xr-result"), "xray-confidence-zh")
 
 
 def test_a_view_without_the_other_decodings_probabilities_still_shows_it(page, server, unsure):

@@ -5,6 +5,7 @@ non-ASCII digits that pass ``str.isdigit()``, huge strings, bytes that are not U
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 from starlette.routing import Route
@@ -66,26 +67,35 @@ def test_no_query_or_body_gets_a_500(hostile):
     """Each value in every parameter at once (a query model checks every field, a page reads
     each one it uses), and each overlong number or string in each parameter alone."""
     client, found = hostile
-    failures = []
-    for path, method in found:
-        if method == "GET":
-            # a URL holds ~64 KB: all parameters at once get the long values cut short
-            tries = [{name: value[:300] for name in PARAMS} for value in VALUES]
-            tries += [{name: value} for name in PARAMS for value in (HUGE, *LONG)]
-            for params in tries:
-                response = client.get(path, params=params)
-                if response.status_code >= 500:
-                    failures.append((method, path, sorted(params)[:3], response.status_code))
-            response = client.get(path + "?steps=%ff%fe&text=%ff&step=%c0%af")  # not UTF-8
-            if response.status_code >= 500:
-                failures.append((method, path, "not UTF-8", response.status_code))
-        else:
-            tries = [{name: value for name in FIELDS} for value in VALUES]
-            tries += [{"text": "a cat", name: value} for name in FIELDS for value in VALUES[:3]]
-            for fields in tries:
-                body = "{" + ", ".join(f'"{k}": {json_value(v)}' for k, v in fields.items()) + "}"
-                response = client.post(path, content=body.encode(),
-                                       headers={"content-type": "application/json"})
-                if response.status_code >= 500:
-                    failures.append((method, path, sorted(fields)[:3], response.status_code))
+    # ~5,800 requests: sent from one coroutine on the test client's event loop (its lifespan
+    # started the app), ~35 % less CPU than TestClient's thread hop per request
+    transport = httpx.ASGITransport(app=client.app, raise_app_exceptions=False)
+
+    async def send_all() -> list[tuple]:
+        failures = []
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as http:
+            for path, method in found:
+                if method == "GET":
+                    # a URL holds ~64 KB: all parameters at once get the long values cut short
+                    tries = [{name: value[:300] for name in PARAMS} for value in VALUES]
+                    tries += [{name: value} for name in PARAMS for value in (HUGE, *LONG)]
+                    for params in tries:
+                        response = await http.get(path, params=params)
+                        if response.status_code >= 500:
+                            failures.append((method, path, sorted(params)[:3], response.status_code))
+                    response = await http.get(path + "?steps=%ff%fe&text=%ff&step=%c0%af")  # not UTF-8
+                    if response.status_code >= 500:
+                        failures.append((method, path, "not UTF-8", response.status_code))
+                else:
+                    tries = [{name: value for name in FIELDS} for value in VALUES]
+                    tries += [{"text": "a cat", name: value} for name in FIELDS for value in VALUES[:3]]
+                    for fields in tries:
+                        body = "{" + ", ".join(f'"{k}": {json_value(v)}' for k, v in fields.items()) + "}"
+                        response = await http.post(path, content=body.encode(),
+                                                   headers={"content-type": "application/json"})
+                        if response.status_code >= 500:
+                            failures.append((method, path, sorted(fields)[:3], response.status_code))
+        return failures
+
+    failures = client.portal.call(send_all)
     assert not failures, failures
