@@ -1,4 +1,7 @@
-"""Typed dependencies: the translator and the engine live on ``app.state`` (set at start-up)."""
+"""Typed dependencies: the translator and the engine live on ``app.state`` (set at start-up).
+
+Each is ``async def``: it only reads the request, so it runs on the event loop; FastAPI runs a
+plain ``def`` dependency in its thread pool, a thread hop per dependency per request."""
 
 from __future__ import annotations
 
@@ -12,19 +15,19 @@ from app.settings import Settings
 from model.translator import Translator
 
 
-def get_translator(request: Request) -> Translator:
+async def get_translator(request: Request) -> Translator:
     return request.app.state.translator
 
 
-def get_engine(request: Request) -> Engine:
+async def get_engine(request: Request) -> Engine:
     return request.app.state.engine
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def get_language(request: Request) -> str:
+async def get_language(request: Request) -> str:
     return choose_language(request.cookies.get(COOKIE), request.headers.get("accept-language"))
 
 
@@ -37,7 +40,7 @@ LanguageDep = Annotated[str, Depends(get_language)]
 def page_text(page: str):
     """A dependency alias: ``t`` in the reader's language for ``page`` (common + its own strings)."""
 
-    def get(lang: LanguageDep) -> Translate:
+    async def get(lang: LanguageDep) -> Translate:
         return Translate(lang, page)
 
     return Annotated[Translate, Depends(get)]
