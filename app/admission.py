@@ -37,12 +37,8 @@ from app.tickets import Busy, Ticket
 from model.decoding import DecodingOptions
 
 # Of each request's time limit, what the plan keeps free: the route's own work before and after
-# the model (figures, JSON) and estimates that run long. A tenth, and at least SLACK_FLOOR_S
-# (at most a quarter of the limit): that work and a neighbour's burst on a shared CPU take
-# absolute time, which a tenth of a short limit did not always cover (a 6 s limit kept 0.6 s,
-# and once in a test suite's run a call admitted beside another process's burst missed it).
+# the model (figures, JSON) and estimates that run long.
 SLACK = 0.1
-SLACK_FLOOR_S = 1.0
 EARLY_S = 1.0  # an appointment is kept for a client that comes back this much early …
 LATE_S = 5.0  # … or this much late (a busy client, a slow network); then its room is freed
 APPOINTMENTS_PER_QUEUE = 4  # appointments kept at most, per place in the queue
@@ -89,8 +85,7 @@ class Claim:
         return self.ticket.deadline if self.ticket.deadline is not None else math.inf
 
     def slack(self) -> float:
-        limit = self.ticket.timeout_s or 0.0
-        return max(SLACK * limit, min(SLACK_FLOOR_S, limit / 4))
+        return SLACK * (self.ticket.timeout_s or 0.0)
 
     def budget(self) -> float:
         """The seconds from its arrival that it may use, less the slack (inf: no limit)."""
