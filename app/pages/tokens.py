@@ -26,6 +26,8 @@ BATCH_COMPANIONS = [
 ]
 MASK_SCALE = [[0, "#3b3b3b"], [0.5, "#3b3b3b"], [0.5, "#56B4E9"], [1, "#56B4E9"]]
 BATCH_SCALE = [[0, "#d9d9d9"], [1, "#cfe8f7"]]
+BATCH_CELL_PX = 46  # a batch cell's least width: "students" or "<pad>" over its id, at 11 px
+BATCH_MARGIN_PX = 100  # the row names beside the cells
 
 
 @router.get("/tokens", response_class=HTMLResponse, include_in_schema=False)
@@ -163,6 +165,9 @@ def batch_heatmap(
                       "xref": "paper", "yref": "paper", "xanchor": "right",
                       "font": {"color": "#777"}}],
     )
+    # each cell prints a piece and its id: at least BATCH_CELL_PX a column (and the row names'
+    # margin), which the page gives by scrolling the chart sideways on a narrower screen
+    layout["meta"] = {"min_width": BATCH_MARGIN_PX + BATCH_CELL_PX * width}
     return {"data": [heatmap], "layout": layout}
 
 

@@ -244,7 +244,8 @@ const ITT = (() => {
 
   /** A file name from the chart's caption (letters and digits, any script), else its id. */
   function imageName(node) {
-    const caption = node.parentElement && node.parentElement.querySelector(".plot-title");
+    const box = node.parentElement && node.parentElement.closest(".plot-frame");
+    const caption = box && box.querySelector(".plot-title");
     const words = ((caption && caption.textContent) || node.id || "figure").match(/[\p{L}\p{N}]+/gu);
     return (words || ["figure"]).slice(0, 8).join("-");
   }
@@ -257,9 +258,11 @@ const ITT = (() => {
     return { modeBarButtons: [["toImage", svg]], toImageButtonOptions: { format: "png", filename: imageName(node) } };
   }
 
-  /** The chart's frame: a wrapper holding a caption above the chart, made once per chart. */
+  /** The chart's frame: a wrapper holding a caption above the chart, made once per chart (the
+      chart may sit in a box of its own that scrolls sideways, ``scrolling``). */
   function frame(node) {
     let parent = node.parentElement;
+    if (parent.classList.contains("plot-scroll")) parent = parent.parentElement;
     if (!parent.classList.contains("plot-frame")) {
       const wrapper = document.createElement("div");
       wrapper.className = "plot-frame";
@@ -276,7 +279,7 @@ const ITT = (() => {
   function fitted(node, layout) {
     const out = Object.assign({}, layout);
     const heading = out.title && out.title.text;
-    if (heading || node.parentElement.classList.contains("plot-frame")) {
+    if (heading || node.parentElement.closest(".plot-frame")) {
       const caption = frame(node).querySelector(".plot-title");
       // the title is Plotly's little HTML (app/plots.plotly_text escapes a literal "<bos>"): drop
       // its tags, then undo the three escapes, so the caption reads "<bos>", not "&lt;bos&gt;"
@@ -353,8 +356,25 @@ const ITT = (() => {
     });
   }, true);
 
+  /** A chart that needs ``minWidth`` px to stay readable (a column per token, each cell labelled)
+      gets at least that width, in a box of its own that scrolls sideways when the screen is
+      narrower, so the cells' words never overlap and the page itself does not scroll sideways;
+      the box is reachable from the keyboard while it scrolls. */
+  function scrolling(node, minWidth) {
+    let box = node.parentElement;
+    if (!box.classList.contains("plot-scroll")) {
+      box = element("div", null, "plot-scroll");
+      node.replaceWith(box);
+      box.append(node);
+    }
+    node.style.minWidth = `${minWidth}px`;
+    if (box.scrollWidth > box.clientWidth + 2) box.tabIndex = 0; else box.removeAttribute("tabindex");
+  }
+
   function plot(node, figure, config) {
     const layout = fitted(node, figure.layout); // first: the caption names the downloads
+    const minWidth = layout.meta && layout.meta.min_width;
+    if (minWidth) scrolling(node, minWidth);
     const options = Object.assign({}, PLOT_CONFIG, modeBar(node), config || {});
     return window.Plotly.react(node, figure.data, layout, options);
   }

@@ -69,6 +69,9 @@ def test_batch_heatmap_shows_tokens_and_ids():
     trace = figure["data"][0]
     assert trace["text"][0][1] == "<pad><br>0"
     assert trace["texttemplate"] == "%{text}" and trace["y"] == ["yours", "sentence 2"]
+    # the page keeps each labelled cell readable: at least this wide (static/js/common.js)
+    assert figure["layout"]["meta"]["min_width"] == figs.BATCH_MARGIN_PX + 2 * figs.BATCH_CELL_PX
+    assert_valid_figures(figure)
 
 
 def test_batch_masks_are_the_models_own(tiny_translator):

@@ -229,3 +229,13 @@ def shot(target, name: str) -> None:
         target.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
     else:
         target.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+# /tokens' padded mini-batch: per chart, each column's width in px (its cells print a piece and
+# its id), whether its box scrolls sideways and whether that box is reachable from the keyboard
+BATCH_CELLS = """() => ['#batch-source', '#batch-decoder', '#batch-labels'].map((id) => {
+    const node = document.querySelector(id);
+    const box = node.parentElement;
+    return { id, column: node._fullLayout.xaxis._length / node.data[0].z[0].length,
+             scrolls: box.scrollWidth > box.clientWidth + 2, focusable: box.tabIndex === 0 };
+})"""

@@ -13,7 +13,7 @@ import pytest
 from app.i18n import strings
 from app.pages.kv_cache import MAX_KV_STEPS
 from tests.conftest import SHIPPED_CHECKPOINT, warm_page
-from tests.e2e.conftest import SHIPPED_TRANSLATIONS, Watch, shot, wait_idle
+from tests.e2e.conftest import BATCH_CELLS, SHIPPED_TRANSLATIONS, Watch, shot, wait_idle
 
 pytestmark = pytest.mark.e2e
 CAT = "The cat sits on the mat."
@@ -39,6 +39,8 @@ def test_tokens_batch_and_masks(page, server):
     for plot in ("#batch-source", "#batch-decoder", "#batch-labels", "#mask-padding",
                  "#mask-causal", "#mask-cross"):
         assert drawn(page, plot), plot
+    for chart in page.evaluate(BATCH_CELLS):  # wide enough: no chart scrolls sideways
+        assert chart["column"] >= 44 and not chart["scrolls"] and not chart["focusable"], chart
     assert "padding" in page.locator("#padding-share").text_content()
     assert page.locator("#mask-row option").count() == 3
     page.select_option("#mask-row", "1")
