@@ -242,9 +242,16 @@ const ITT = (() => {
   const PLOT_CONFIG = { displaylogo: false, responsive: true };
   const SVG_ICON = { width: 16, height: 16, path: "M2 1h9l3 3v11H2zM4 9l2 4 2-4M9 9h3v4H9v-2h2" };
 
+  /** The chart's frame (``frame``) if it has one yet: its parent, or its scrolling box's. */
+  function frameOf(node) {
+    let parent = node.parentElement;
+    if (parent && parent.classList.contains("plot-scroll")) parent = parent.parentElement;
+    return parent && parent.classList.contains("plot-frame") ? parent : null;
+  }
+
   /** A file name from the chart's caption (letters and digits, any script), else its id. */
   function imageName(node) {
-    const box = node.parentElement && node.parentElement.closest(".plot-frame");
+    const box = frameOf(node);
     const caption = box && box.querySelector(".plot-title");
     const words = ((caption && caption.textContent) || node.id || "figure").match(/[\p{L}\p{N}]+/gu);
     return (words || ["figure"]).slice(0, 8).join("-");
@@ -261,13 +268,13 @@ const ITT = (() => {
   /** The chart's frame: a wrapper holding a caption above the chart, made once per chart (the
       chart may sit in a box of its own that scrolls sideways, ``scrolling``). */
   function frame(node) {
-    let parent = node.parentElement;
-    if (parent.classList.contains("plot-scroll")) parent = parent.parentElement;
-    if (!parent.classList.contains("plot-frame")) {
+    let parent = frameOf(node);
+    if (!parent) {
       const wrapper = document.createElement("div");
       wrapper.className = "plot-frame";
-      node.replaceWith(wrapper);
-      wrapper.append(element("p", null, "plot-title"), node);
+      const inner = node.parentElement.classList.contains("plot-scroll") ? node.parentElement : node;
+      inner.replaceWith(wrapper);
+      wrapper.append(element("p", null, "plot-title"), inner);
       parent = wrapper;
     }
     return parent;
@@ -279,7 +286,7 @@ const ITT = (() => {
   function fitted(node, layout) {
     const out = Object.assign({}, layout);
     const heading = out.title && out.title.text;
-    if (heading || node.parentElement.closest(".plot-frame")) {
+    if (heading || frameOf(node)) {
       const caption = frame(node).querySelector(".plot-title");
       // the title is Plotly's little HTML (app/plots.plotly_text escapes a literal "<bos>"): drop
       // its tags, then undo the three escapes, so the caption reads "<bos>", not "&lt;bos&gt;"
