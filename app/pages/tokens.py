@@ -161,8 +161,9 @@ def batch_heatmap(
         heading, 90 + 52 * len(tokens),
         xaxis=plain_axis(position, dtick=1, range=[-0.5, width - 0.5]),
         yaxis=category_axis(reverse=True),
-        annotations=[{"text": f"■ {pad_label}", "showarrow": False, "x": 1, "y": 1.12,
-                      "xref": "paper", "yref": "paper", "xanchor": "right",
+        # the key above the cells' left end: in view on a phone, where the chart scrolls sideways
+        annotations=[{"text": f"■ {pad_label}", "showarrow": False, "x": 0, "y": 1,
+                      "xref": "paper", "yref": "paper", "xanchor": "left", "yanchor": "bottom",
                       "font": {"color": "#777"}}],
     )
     # each cell prints a piece and its id: at least BATCH_CELL_PX a column (and the row names'
