@@ -4,7 +4,7 @@ scale and the rule that sizes a colour scale to its values.
 Defined here once. ``app/plots.py`` builds every Plotly figure's colours from it;
 ``static/css/app.css`` carries the same values as CSS custom properties (``python -m app.palette``
 prints that block, ``tests/app/test_palette.py`` holds the two equal); the browser reads them
-back through ``ITT.palette`` (``static/js/common.js``), so the x-ray's canvases and the server's
+back through ``ITT.palette`` (``static/js/palette.js``), so the x-ray's canvases and the server's
 figures colour one number alike.
 """
 
@@ -48,7 +48,7 @@ def colorscale(stops: tuple[str, ...]) -> list[list]:
 
 def robust_scale(rows: list[list[float]]) -> float:
     """±m for a signed colour scale over rows of values (one row per token): each row's 98th
-    percentile of |v|, and of those the median row's (``static/js/common.js``'s ``robustScale``
+    percentile of |v|, and of those the median row's (``static/js/palette.js``'s ``robustScale``
     is its copy). One outlier value, or one or two outlier tokens (the FFN's "." and <eos>),
     cannot wash out the rest; values beyond ±m take the end colours."""
     per_row = []

@@ -1,5 +1,6 @@
 /* What every part of the picture shares: the page's configuration and strings, element builders,
-   the palette's colour scales (ITT.palette). ITT is common.js's global (loaded before this module). */
+   the palette's colour scales (ITT.palette, static/js/palette.js). ITT is common.js's global;
+   both classic scripts run before this module. */
 
 export const t = ITT.t;
 export const cfg = ITT.pageData.config; // d_model, n_heads, layer counts, d_ff, activation, tie_output
