@@ -352,14 +352,22 @@ const ITT = (() => {
       .observe(table, { childList: true, subtree: true });
   });
 
-  // A chart drawn inside a closed <details> (a folded section of a long page) had no box to fit
-  // and took Plotly's default size; when the <details> opens, every chart now shown inside it is
-  // redrawn to its real width. "toggle" does not bubble: listen while it is captured.
+  // A chart whose box sits in a closed <details> (a folded section of a long page, or one folded
+  // on a phone) is drawn when its fold opens, not before: a fold nobody opens costs the page no
+  // drawing, and the chart is drawn to the width it will have. One drawn while its fold was open
+  // and shown again is redrawn to its real width. A chart waiting for its fold says so
+  // (data-waiting="fold"). "toggle" does not bubble: listen while it is captured.
+  const waiting = new Map(); // chart node → [figure, config] of its latest plot() while folded
   document.addEventListener("toggle", (event) => {
     const details = event.target;
     if (!(details instanceof HTMLDetailsElement) || !details.open || !window.Plotly) return;
+    const drawn = new Set();
+    for (const [node, [figure, config]] of waiting) {
+      if (!node.isConnected) waiting.delete(node); // its page part was replaced meanwhile
+      else if (details.contains(node)) { plot(node, figure, config); drawn.add(node); }
+    }
     details.querySelectorAll(".js-plotly-plot").forEach((node) => {
-      if (node.getClientRects().length) window.Plotly.Plots.resize(node);
+      if (!drawn.has(node) && node.getClientRects().length) window.Plotly.Plots.resize(node);
     });
   }, true);
 
@@ -380,6 +388,13 @@ const ITT = (() => {
 
   function plot(node, figure, config) {
     const layout = fitted(node, figure.layout); // first: the caption names the downloads
+    if (node.closest("details:not([open])")) { // folded: drawn when the fold opens
+      waiting.set(node, [figure, config]);
+      node.dataset.waiting = "fold";
+      return Promise.resolve(node);
+    }
+    waiting.delete(node);
+    delete node.dataset.waiting;
     const minWidth = layout.meta && layout.meta.min_width;
     if (minWidth) scrolling(node, minWidth);
     const options = Object.assign({}, PLOT_CONFIG, modeBar(node), config || {});

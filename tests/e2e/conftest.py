@@ -152,6 +152,16 @@ def settle(page, in_flight: set, timeout_s: float = 60) -> None:
         assert time.monotonic() < deadline, f"still loading after {timeout_s} s: {in_flight}"
 
 
+def unfold(page, *folds: str) -> None:
+    """Open each closed fold (a <details>) by its summary, as a reader does, and wait until every
+    chart in it is drawn: a chart in a closed fold waits for its fold to open (data-waiting,
+    static/js/common.js), so a test that reads one opens its fold first."""
+    for fold in folds:
+        if not page.locator(fold).evaluate("(d) => d.open"):
+            page.locator(f"{fold} > summary").click()
+        page.locator(f"{fold} [data-waiting]").first.wait_for(state="detached")
+
+
 class Watch:
     """Console errors and every request URL a page made."""
 

@@ -1,7 +1,8 @@
 """Issue 25 point 7: the long pages (/training, /scale, /decode, /embeddings, /kv-cache) fold
 their secondary sections behind closed <details> so the main figure and controls read without
 scrolling past walls of cards; on a phone /decode folds the parts of its decoder layer too; a
-chart in a fold is drawn to its real width when the fold opens; the "on this page" list and a
+chart in a closed fold is not drawn until the fold opens, and then to its real width (one drawn
+before, folded and shown again, is redrawn to its width); the "on this page" list and a
 #fragment in the address open the fold they lead into."""
 
 from __future__ import annotations
@@ -96,20 +97,33 @@ FIGURES = {
 }
 
 
-def opens_to_its_width(page, fold: str, figure: str, viewport: dict, legacy: bool = False) -> None:
-    """The figure in ``fold`` was drawn while folded; opening the fold draws it to its box's width
-    (``legacy``: folded it had no box to fit, the case the redraw on opening is for), and the page
-    does not scroll sideways."""
-    page.locator(f"{figure} .main-svg").first.wait_for(state="attached")  # drawn while folded
+def opens_to_its_width(page, fold: str, figure: str, viewport: dict) -> None:
+    """The figure in ``fold`` waits, undrawn, while its fold is closed (no drawing for a fold
+    nobody opens); opening the fold draws it to its box's width, and the page does not scroll
+    sideways."""
     assert not is_open(page, fold), fold
-    if legacy:
-        assert not page.evaluate(FITS, figure), figure
+    assert page.locator(f"{figure}[data-waiting=fold]").count() == 1, figure
+    assert page.locator(f"{figure} .main-svg").count() == 0, figure
     page.locator(f"{fold} > summary").click()
     assert is_open(page, fold), fold
     page.wait_for_function(FITS, arg=figure)
+    assert page.locator(f"{figure}[data-waiting]").count() == 0, figure
     box = page.locator(figure).bounding_box()
     assert box["width"] > viewport["width"] / 3, figure  # some charts share a row with another
     assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"], figure
+
+
+def refits_when_shown_again(page, fold: str, figure: str, viewport: dict) -> None:
+    """A chart drawn in an open fold, folded again, the window made narrower, then shown again:
+    redrawn to its box's new width (``legacy`` below: folded, it had no box to follow)."""
+    page.locator(f"{fold} > summary").click()
+    assert not is_open(page, fold), fold
+    narrower = {"width": viewport["width"] - 60, "height": viewport["height"]}
+    page.set_viewport_size(narrower)
+    page.locator(f"{fold} > summary").click()
+    page.wait_for_function(FITS, arg=figure)
+    assert page.evaluate("document.documentElement.scrollWidth") <= narrower["width"], figure
+    page.set_viewport_size(viewport)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -142,12 +156,14 @@ def test_long_pages_open_with_their_secondary_sections_folded(open_page, server,
 def test_a_fold_left_out_of_layout_draws_its_figure_to_its_width_when_opened(open_page, server,
                                                                               path, viewport):
     """With a closed fold's content out of layout (display: none, as Firefox, Safari and older
-    Chromium do) a chart drawn there has no width; opening the fold draws it to its box. (In
-    today's Chromium: test_long_pages_open_with_their_secondary_sections_folded at 1440 px and
+    Chromium do) a chart there has no box to fit: opening the fold draws it to its box, and
+    showing it again after the window changed redraws it to the new one. (In today's Chromium:
+    test_long_pages_open_with_their_secondary_sections_folded at 1440 px and
     test_folded_pages_on_a_phone at 390.)"""
     page, errors = open_page(server, path, viewport, legacy=True)
     for fold, figure in FIGURES[path]:
-        opens_to_its_width(page, fold, figure, viewport, legacy=True)
+        opens_to_its_width(page, fold, figure, viewport)
+        refits_when_shown_again(page, fold, figure, viewport)
     page.close()
     assert errors == []
 
@@ -251,11 +267,11 @@ def test_decode_folds_the_decoder_layer_on_a_phone(open_page, server, lang):
 @pytest.mark.parametrize("legacy", [False, True], ids=["chromium", "display-none"])
 def test_a_decoder_part_folded_on_a_phone_draws_to_its_width_when_opened(open_page, server, legacy):
     page, errors = open_page(server, "/decode?max_len=6", PHONE, legacy=legacy)
-    page.locator("#fig-ffn .main-svg").first.wait_for(state="attached")
-    if legacy:
-        assert not page.evaluate(FITS, "#fig-ffn")
+    assert page.locator("#box-ffn [data-waiting=fold]").count() == 2  # #fig-ffn, #fig-ffn_output
+    assert page.locator("#box-ffn .main-svg").count() == 0
     page.locator("#box-ffn > details > summary").click()
     page.wait_for_function(FITS, arg="#fig-ffn")
     page.wait_for_function(FITS, arg="#fig-ffn_output")
+    refits_when_shown_again(page, "#box-ffn > details", "#fig-ffn", PHONE)
     page.close()
     assert errors == []

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.e2e.conftest import shot, wait_idle
+from tests.e2e.conftest import shot, unfold, wait_idle
 
 pytestmark = pytest.mark.e2e
 # long for a phone, yet within the tiny test model's 64-token limit
@@ -76,6 +76,7 @@ def test_a_long_unbreakable_output_stays_inside_a_phone(phone, server):
 def test_chart_titles_wrap_instead_of_being_clipped(phone, server):
     phone.goto(f"{server}/embeddings")
     wait_idle(phone)
+    unfold(phone, "#cosine")
     caption = phone.locator("#pe-offset").locator("xpath=..").locator(".plot-title")
     assert "offset" in caption.text_content()
     box = caption.bounding_box()

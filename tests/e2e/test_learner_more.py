@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import SHIPPED_TRANSLATIONS, shot, wait_idle
+from tests.e2e.conftest import SHIPPED_TRANSLATIONS, shot, unfold, wait_idle
 
 pytestmark = pytest.mark.e2e
 CAT = "text=The+cat+sits+on+the+mat."
@@ -58,6 +58,7 @@ def test_ffn_box_names_units_and_shows_its_output_and_the_encoder_is_shown(page,
     helps = [page.locator(f"#box-an{i} p.muted").text_content() for i in (1, 2, 3)]
     assert len(set(helps)) == 3
     # the encoder's sublayers: every encoder layer's FFN, and its Add & Norm in the residual chart
+    unfold(page, "#residual")
     layers = page.evaluate("document.getElementById('fig-encoder_ffn').data[0].y.length")
     assert layers >= 1
     labels = page.evaluate("document.getElementById('fig-residual').data[0].x")
@@ -79,9 +80,9 @@ def test_kv_cache_times_several_runs_and_shows_the_real_rows_growing(page, serve
     # the timing chart: a median line and a band for each of the two versions
     fills = page.evaluate("document.getElementById('kv-timing').data.filter((d) => d.fill).length")
     assert fills == 2
+    unfold(page, "#kv-tensors")  # the cache's rows are folded at first
     assert page.evaluate("document.getElementById('kv-k').data[0].z.length") == 6
     assert "(1, " in page.locator("#kv-shape").text_content()
-    page.locator("#kv-tensors > summary").click()  # the cache's rows are folded at first
     page.locator("#kv-row-step").fill("2")
     page.locator("#kv-row-step").dispatch_event("input")
     assert page.evaluate("document.getElementById('kv-k').data[0].z.length") == 2

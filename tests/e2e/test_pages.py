@@ -13,7 +13,7 @@ import pytest
 from app.i18n import strings
 from app.pages.kv_cache import MAX_KV_STEPS
 from tests.conftest import SHIPPED_CHECKPOINT, warm_page
-from tests.e2e.conftest import BATCH_CELLS, SHIPPED_TRANSLATIONS, Watch, shot, wait_idle
+from tests.e2e.conftest import BATCH_CELLS, SHIPPED_TRANSLATIONS, Watch, shot, unfold, wait_idle
 
 pytestmark = pytest.mark.e2e
 CAT = "The cat sits on the mat."
@@ -52,6 +52,7 @@ def test_tokens_batch_and_masks(page, server):
 def test_embeddings_figures(page, server):
     page.goto(f"{server}/embeddings?text={quote(CAT)}")
     wait_idle(page)
+    unfold(page, "#scaling", "#cosine", "#projection-card")
     for plot in ("#emb-token", "#emb-position", "#emb-sum", "#emb-norms", "#pe-table",
                  "#pe-cosine", "#pe-offset", "#projection"):
         assert drawn(page, plot), plot
@@ -83,6 +84,7 @@ def test_training_scores_a_pair(page, server):
     loss = page.locator("#loss-line").text_content()
     assert "Mean cross-entropy" in loss
     assert "clipped to 1" in page.locator("#grad-line").text_content()
+    unfold(page, "#schedule-card", "#curves-card")
     for plot in ("#score-figure", "#schedule", "#curves", "#epochs"):
         assert drawn(page, plot), plot
     page.fill("#reference", "狗在公园里跑。")
