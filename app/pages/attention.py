@@ -21,7 +21,6 @@ from model.translator import InputError
 router = APIRouter()
 PageText = page_text("attention")
 
-THUMBNAIL_HEIGHT = 90  # px; static/css/app.css reserves the same for .thumb
 KIND_TOKENS = {
     "encoder": ("source_tokens", "source_tokens"),
     "decoder_self": ("decoder_rows", "decoder_input"),  # rows: reads → produces; keys: inputs
@@ -119,32 +118,16 @@ def attention_tokens(trace: Trace, kind: str) -> tuple[list[str], list[str]]:
     return getattr(trace, query), getattr(trace, key)
 
 
-def thumbnail(labels: tuple[str, str] = ("query", "key")) -> dict:
-    """How to redraw a heatmap small: trace overrides and a bare layout (the data is shared).
-    The axes keep a line and a tiny title (rows: query ↓, columns: key →), no tick labels."""
-    axis = {"fixedrange": True, "showticklabels": False, "showline": True, "linecolor": "#999",
-            "ticks": "", "showgrid": False, "zeroline": False}
-    small = {"size": 9, "color": "#5a6270"}
-    return {
-        "trace": {"showscale": False, "xgap": 0, "ygap": 0, "hoverinfo": "skip"},
-        "layout": base_layout(height=THUMBNAIL_HEIGHT, margin={"l": 14, "r": 2, "t": 2, "b": 14},
-                              xaxis={**axis, "type": "category",
-                                     "title": {"text": f"{labels[1]} →", "font": small, "standoff": 2}},
-                              yaxis={**axis, "type": "category", "autorange": "reversed",
-                                     "title": {"text": f"{labels[0]} ↓", "font": small, "standoff": 2}}),
-    }
-
-
 def attention_overview(trace: Trace, kind: str, labels: tuple[str, str] = ("query", "key")) -> list:
-    """Every layer and head of one kind: a full-size figure and how to draw it as a thumbnail."""
+    """Every layer and head of one kind, a heatmap figure each (static/js/attention.js also draws
+    its thumbnail from it)."""
     query_tokens, key_tokens = attention_tokens(trace, kind)
     stack = getattr(trace, KIND_LAYERS[kind][0])
     cells = []
     for layer in range(len(stack)):
         for head, weights in enumerate(attention_weights(trace, kind, layer)):
             figure = attention_heatmap(weights, query_tokens, key_tokens, labels=labels)
-            cells.append({"layer": layer, "head": head, "figure": figure,
-                          "thumbnail": thumbnail(labels)})
+            cells.append({"layer": layer, "head": head, "figure": figure})
     return cells
 
 

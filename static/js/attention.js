@@ -45,14 +45,35 @@
         return [button, thumb, cell];
       });
       grid.replaceChildren(...buttons.map(([button]) => button));
-      for (const [, thumb, cell] of buttons) {
-        const small = {
-          data: [Object.assign({}, cell.figure.data[0], cell.thumbnail.trace)],
-          layout: cell.thumbnail.layout,
-        };
-        ITT.plot(thumb, small, { staticPlot: true, responsive: false });
-      }
+      for (const [, thumb, cell] of buttons) drawThumbnail(thumb, cell.figure);
     }
+  }
+
+  /** One head in its grid cell: its weights one pixel each (rows the queries, columns the keys)
+      on a canvas the stylesheet stretches over the cell with every pixel kept square-edged,
+      coloured as the enlarged heatmap colours them (the sequential scale, 0 → 1, ITT.palette),
+      between two axis lines titled in a word each (query ↓, key →). Dozens of heads are drawn in
+      a few milliseconds: no chart library per thumbnail. */
+  function drawThumbnail(thumb, figure) {
+    const z = figure.data[0].z;
+    const rows = z.length;
+    const cols = rows ? z[0].length : 0;
+    const canvas = document.createElement("canvas");
+    canvas.width = Math.max(1, cols);
+    canvas.height = Math.max(1, rows);
+    const context = canvas.getContext("2d");
+    const image = context.createImageData(canvas.width, canvas.height);
+    z.forEach((row, r) => row.forEach((weight, c) => {
+      if (weight === null) return; // no weight: left transparent, as Plotly leaves a gap
+      const px = 4 * (r * cols + c);
+      image.data.set(ITT.palette.sequential(weight), px);
+      image.data[px + 3] = 255;
+    }));
+    context.putImageData(image, 0, 0);
+    const arrow = ITT.element("span", "↓", "upright"); // points down the rows in vertical text
+    const rowsTitle = ITT.element("span", `${ITT.t("attention.thumb_rows")} `, "ytitle");
+    rowsTitle.append(arrow);
+    thumb.replaceChildren(canvas, rowsTitle, ITT.element("span", `${ITT.t("attention.thumb_cols")} →`, "xtitle"));
   }
 
   function findCell(choice) {

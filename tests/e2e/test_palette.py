@@ -96,3 +96,46 @@ def test_one_number_gets_one_colour_on_the_xray_and_on_embeddings(page, server):
         assert close(cell["pixel"], hit["pixel"], 8), (cell, hit)
         red, _, blue = hit["pixel"]
         assert (red > blue) == positive, hit
+
+
+# Every cell of the enlarged head (Plotly's heatmap image, gaps between cells) and the same cell
+# of its thumbnail in the grid (static/js/attention.js: a canvas, one pixel per weight).
+THUMBNAIL_CELLS = """async () => {
+  const gd = document.getElementById('enlarged');
+  const image = gd.querySelector('.hm image');
+  const source = new Image();
+  source.src = image.getAttribute('href') || image.getAttribute('xlink:href');
+  await source.decode();
+  const big = document.createElement('canvas');
+  big.width = source.naturalWidth;
+  big.height = source.naturalHeight;
+  const ctx = big.getContext('2d');
+  ctx.drawImage(source, 0, 0);
+  const z = gd.data[0].z;
+  const thumb = document.querySelector('.head-cell[aria-pressed="true"] .thumb canvas');
+  const small = thumb.getContext('2d');
+  const cells = [];
+  z.forEach((row, r) => row.forEach((weight, c) => {
+    const at = [Math.floor((c + 0.5) * big.width / row.length), Math.floor((r + 0.5) * big.height / z.length)];
+    cells.push({ r, c, weight, enlarged: [...ctx.getImageData(at[0], at[1], 1, 1).data.slice(0, 3)],
+                 thumbnail: [...small.getImageData(c, r, 1, 1).data] });
+  }));
+  return { size: [thumb.width, thumb.height], shape: [z[0].length, z.length], cells };
+}"""
+
+
+@pytest.mark.parametrize("kind", ["encoder", "cross"])
+def test_a_heads_thumbnail_shows_the_enlarged_heads_colours(page, server, kind):
+    page.goto(f"{server}/attention?text={quote(CAT)}&kind={kind}&layer=1&head=2")
+    page.wait_for_selector("#enlarged .hm image")
+    found = page.evaluate(THUMBNAIL_CELLS)
+    assert found["size"] == found["shape"]  # one pixel per weight: columns keys, rows queries
+    cells = found["cells"]
+    assert len(cells) >= 8 and len({cell["weight"] for cell in cells}) > 4, cells
+    for cell in cells:
+        assert cell["thumbnail"][3] == 255, cell  # every weight drawn, opaque
+        assert close(cell["thumbnail"][:3], cell["enlarged"], 2), cell
+    # a heavier weight is darker (white → dark purple)
+    light = min(cells, key=lambda cell: cell["weight"])
+    dark = max(cells, key=lambda cell: cell["weight"])
+    assert sum(dark["thumbnail"][:3]) < sum(light["thumbnail"][:3]) - 30, (light, dark)
