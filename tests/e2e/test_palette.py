@@ -116,8 +116,9 @@ THUMBNAIL_CELLS = """async () => {
   const small = thumb.getContext('2d');
   const cells = [];
   z.forEach((row, r) => row.forEach((weight, c) => {
-    const at = [Math.floor((c + 0.5) * big.width / row.length), Math.floor((r + 0.5) * big.height / z.length)];
-    cells.push({ r, c, weight, enlarged: [...ctx.getImageData(at[0], at[1], 1, 1).data.slice(0, 3)],
+    const x = Math.floor((c + 0.5) * big.width / row.length);
+    const y = Math.floor((r + 0.5) * big.height / z.length);
+    cells.push({ r, c, weight, enlarged: [...ctx.getImageData(x, y, 1, 1).data.slice(0, 3)],
                  thumbnail: [...small.getImageData(c, r, 1, 1).data] });
   }));
   return { size: [thumb.width, thumb.height], shape: [z[0].length, z.length], cells };
