@@ -22,9 +22,9 @@ XRAY_PIXEL = """([x, y]) => {
            lane: Number(tip.lane), j: Number(tip.j), value: Number(tip.value), scale: Number(tip.scale),
            computed: tip.computed };
 }"""
-# The pixel of cell (lane, j) in Plotly's heatmap image of the sum (one image pixel per cell).
-EMBEDDINGS_PIXEL = """async ([lane, j]) => {
-  const gd = document.getElementById('emb-sum');
+# Plotly's heatmap image in chart ``gd`` drawn onto a canvas of the image's own size, so that its
+# pixels can be read (a function declared inside the checks below).
+HEATMAP_CANVAS = """async function heatmapCanvas(gd) {
   const image = gd.querySelector('.hm image');
   const source = new Image();
   source.src = image.getAttribute('href') || image.getAttribute('xlink:href');
@@ -32,8 +32,15 @@ EMBEDDINGS_PIXEL = """async ([lane, j]) => {
   const canvas = document.createElement('canvas');
   canvas.width = source.naturalWidth;
   canvas.height = source.naturalHeight;
+  canvas.getContext('2d').drawImage(source, 0, 0);
+  return canvas;
+}"""
+# The pixel of cell (lane, j) in Plotly's heatmap image of the sum (one image pixel per cell).
+EMBEDDINGS_PIXEL = """async ([lane, j]) => {
+  """ + HEATMAP_CANVAS + """
+  const gd = document.getElementById('emb-sum');
+  const canvas = await heatmapCanvas(gd);
   const ctx = canvas.getContext('2d');
-  ctx.drawImage(source, 0, 0);
   const z = gd.data[0].z;
   const zmax = gd._fullData[0].zmax;
   const cell = [Math.floor((j + 0.5) * canvas.width / z[0].length),
@@ -101,16 +108,10 @@ def test_one_number_gets_one_colour_on_the_xray_and_on_embeddings(page, server):
 # Every cell of the enlarged head (Plotly's heatmap image, gaps between cells) and the same cell
 # of its thumbnail in the grid (static/js/attention.js: a canvas, one pixel per weight).
 THUMBNAIL_CELLS = """async () => {
+  """ + HEATMAP_CANVAS + """
   const gd = document.getElementById('enlarged');
-  const image = gd.querySelector('.hm image');
-  const source = new Image();
-  source.src = image.getAttribute('href') || image.getAttribute('xlink:href');
-  await source.decode();
-  const big = document.createElement('canvas');
-  big.width = source.naturalWidth;
-  big.height = source.naturalHeight;
+  const big = await heatmapCanvas(gd);
   const ctx = big.getContext('2d');
-  ctx.drawImage(source, 0, 0);
   const z = gd.data[0].z;
   const thumb = document.querySelector('.head-cell[aria-pressed="true"] .thumb canvas');
   const small = thumb.getContext('2d');
