@@ -201,7 +201,8 @@ def coreference_ranking(query: Annotated[CoreferenceQuery, Query()], engine: Eng
     highlight.update({k: GREY for k in pronoun})
     if distractor:
         highlight.update({k: PURPLE for k in distractor})
-    layer_word, head_word = t("word.layer", n="").strip(), t("word.head", n="").strip()
+    # "Layer {n}" / "第 {n} 层": the number's place is the language's, not always the end
+    layer_word, head_word = t("word.layer", n="{n}"), t("word.head", n="{n}")
     timed(response, model_ms)
     return {
         "text": trace.text,
@@ -313,21 +314,22 @@ def rank_heads(
 # -- figures --------------------------------------------------------------------------------------
 
 
-def head_grid(values: list[list[float]], heading: str, layer_label: str = "layer",
-              head_label: str = "head", zmax: float | None = None) -> dict:
-    """A layers × heads grid of one number per head (e.g. the weight on the referent)."""
+def head_grid(values: list[list[float]], heading: str, layer_label: str = "layer {n}",
+              head_label: str = "head {n}", zmax: float | None = None) -> dict:
+    """A layers × heads grid of one number per head (e.g. the weight on the referent); the labels
+    are templates with the number's place, ``{n}``."""
     layers, heads = len(values), len(values[0]) if values else 0
     heatmap = {
         "type": "heatmap",
         "z": values,
-        "x": [f"{head_label} {h + 1}" for h in range(heads)],
-        "y": [f"{layer_label} {n + 1}" for n in range(layers)],
+        "x": [head_label.format(n=h + 1) for h in range(heads)],
+        "y": [layer_label.format(n=n + 1) for n in range(layers)],
         "text": [[f"{v:.3f}" for v in row] for row in values],
         "texttemplate": "%{text}",
         "colorscale": ATTENTION_SCALE,
         "zmin": 0, "zmax": zmax or max(max(row) for row in values) or 1,
-        "hovertemplate": f"{layer_label} %{{customdata[0]}} · {head_label} %{{customdata[1]}}: "
-                         "%{z:.4f}<extra></extra>",
+        "hovertemplate": f"{layer_label.format(n='%{customdata[0]}')} · "
+                         f"{head_label.format(n='%{customdata[1]}')}: %{{z:.4f}}<extra></extra>",
         "customdata": [[[layer + 1, head + 1] for head in range(heads)] for layer in range(layers)],
         "xgap": 2, "ygap": 2,
     }

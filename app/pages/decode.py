@@ -48,7 +48,7 @@ router = APIRouter()
 PageText = page_text("decode")
 
 # Words the figures need, with the English defaults a direct caller (a test, a notebook) gets.
-WORDS = {"head": "head", "before_norm": "x + sublayer(x)", "after_norm": "after LayerNorm",
+WORDS = {"head": "head {n}", "before_norm": "x + sublayer(x)", "after_norm": "after LayerNorm",
          "dimension": "dimension", "step": "step", "sampled_from": "sampled from",
          "p_model": "model (temperature 1)", "unit": "hidden unit", "activation": "ReLU output",
          "ffn_input": "x (into the FFN)", "ffn_output": "FFN(x)"}
@@ -88,7 +88,7 @@ def decode_figures(request: FigureRequest, engine: EngineDep, t: PageText,
                                             engine.translator, trace)
     timed(response, model_ms + ffn_ms + gradient_ms)
     words = {
-        "head": t("word.head", n="").strip(),
+        "head": t("word.head", n="{n}"),  # "Head {n}" / "第 {n} 个头": the number's place
         "before_norm": t("legend.before_norm"),
         "after_norm": t("legend.after_norm"),
         "dimension": t("common.dimension"),
@@ -187,10 +187,11 @@ def gradient_figure(rows: list[dict], words: dict[str, str] | None = None) -> di
 
 
 def attention_rows(weights: list[list[list[float]]], query: int, key_tokens: list[str],
-                   head_label: str = "head") -> dict:
-    """The row of one query position in every head ([head][key]), as a heads × keys heatmap."""
+                   head_label: str = "head {n}") -> dict:
+    """The row of one query position in every head ([head][key]), as a heads × keys heatmap
+    (``head_label``: a template with the number's place, ``{n}``)."""
     rows = [head[query][: len(key_tokens)] for head in weights]
-    heads = [f"{head_label} {h + 1}" for h in range(len(rows))]
+    heads = [head_label.format(n=h + 1) for h in range(len(rows))]
     figure = attention_heatmap(rows, heads, key_tokens, labels=("", ""))
     figure["layout"]["height"] = 110 + 30 * len(rows)
     return figure

@@ -112,9 +112,21 @@ def test_coreference_page_defaults_to_an_example(app_client):
 
 
 def test_head_grid():
-    grid = figs.head_grid([[0.1, 0.4], [0.3, 0.2]], "", "layer", "head")
+    grid = figs.head_grid([[0.1, 0.4], [0.3, 0.2]], "", "layer {n}", "head {n}")
     trace = grid["data"][0]
     assert trace["x"] == ["head 1", "head 2"] and trace["y"] == ["layer 1", "layer 2"]
+    # a language that puts the number inside the words keeps it there (not "第  层 1")
+    trace = figs.head_grid([[0.1, 0.4], [0.3, 0.2]], "", "第 {n} 层", "第 {n} 个头")["data"][0]
+    assert trace["x"] == ["第 1 个头", "第 2 个头"] and trace["y"] == ["第 1 层", "第 2 层"]
+    assert trace["hovertemplate"].startswith("第 %{customdata[0]} 层 · 第 %{customdata[1]} 个头: ")
+
+
+def test_the_grid_names_layers_and_heads_in_the_readers_language(app_client):
+    app_client.cookies.set("lang", "zh")
+    body = app_client.get("/api/coreference", params={
+        "text": WOMAN, "pronoun": "she", "referent": "woman"}).json()
+    trace = body["figures"]["grid"]["data"][0]
+    assert trace["x"][:2] == ["第 1 个头", "第 2 个头"] and trace["y"][0] == "第 1 层"
 
 
 @pytest.mark.parametrize(("text", "expected"), [

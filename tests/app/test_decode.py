@@ -189,6 +189,17 @@ def test_decode_route_sends_twelve_units_and_the_ffn_output(app_client):
     assert body["steps"][0]["figures"]["ffn_output"]["data"][1]["y"]
 
 
+def test_the_attention_rows_name_heads_in_the_readers_language(app_client):
+    request = {"text": "The cat sits on the mat.", "max_len": 4, "layer": 0}
+    heads = app_client.post("/api/figures/decode", json=request).json()[
+        "steps"][0]["figures"]["self_attention"]["data"][0]["y"]
+    assert heads[:2] == ["Head 1", "Head 2"]
+    app_client.cookies.set("lang", "zh")  # the number inside the words: not "第  个头 1"
+    figures = app_client.post("/api/figures/decode", json=request).json()["steps"][0]["figures"]
+    for name in ("self_attention", "cross_attention"):
+        assert figures[name]["data"][0]["y"][:2] == ["第 1 个头", "第 2 个头"], name
+
+
 # -- residual connections and the encoder's sublayers (issue 11, items 8 and 15) ------------------
 
 def test_residual_rows_cover_every_sublayer_in_order(trace):
