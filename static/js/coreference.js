@@ -15,8 +15,7 @@
       ITT.t("coref.uniform", { n: data.tokens.length, u: data.uniform.toFixed(3) });
     ITT.plot(document.getElementById("coref-grid"), data.figures.grid);
     ITT.plot(document.getElementById("coref-best"), data.figures.best);
-    const head = [ITT.t("coref.rank"), ITT.t("word.layer", { n: "" }).trim(),
-      ITT.t("word.head", { n: "" }).trim(), ITT.t("coref.weight"),
+    const head = [ITT.t("coref.rank"), ITT.t("coref.layer"), ITT.t("coref.head"), ITT.t("coref.weight"),
       ITT.t("coref.referent_rank"), ITT.t("coref.top_word")];
     if (data.distractor.length) head.splice(4, 0, ITT.t("coref.distractor_weight"));
     const rows = data.ranking.map((entry, index) => {

@@ -72,7 +72,7 @@ def test_coreference_ranking(page, server):
     wait_idle(page)
     assert page.locator("#coref-referent").input_value() == "boy"
     headers = page.locator("#coref-ranking thead th").all_text_contents()
-    assert "distractor weight" in headers
+    assert "distractor weight" in headers and headers[1:3] == ["Layer", "Head"]
     shot(page, "coreference")
 
 
