@@ -12,6 +12,7 @@ from model.tokenizer import ChineseTokenizer, EnglishTokenizer
 from model.training.loop import state_for_saving
 from model.transformer import Transformer, TransformerConfig
 from model.translator import Translator
+from tests import run_shared
 
 SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[1] / "model" / "checkpoints"
 CHROMIUM = "/usr/bin/chromium"
@@ -22,6 +23,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--process-per-site"]
 
+MARIAN_NAME = "opus-mt-en-zh-tiny"  # the tiny Marian folders' name, as a downloaded one is named
 TINY_PAIRS = [
     ("The cat sits on the mat.", "猫坐在垫子上。"),
     ("The dog runs in the park.", "狗在公园里跑。"),
@@ -114,11 +116,23 @@ def pytest_xdist_make_scheduler(config, log):
     return LoadFileUnlessSpread(config, log)
 
 
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the run's controller (or pytest without workers)
+        run_shared.begin_run()
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        run_shared.end_run()
+
+
 @pytest.fixture(scope="session")
-def tiny_checkpoint(tmp_path_factory) -> Path:
+def tiny_checkpoint() -> Path:
     """The tiny model most app and browser tests serve: it has learned TINY_PAIRS, so its
-    translations end as a real model's do (the figures are a few steps long, not 128)."""
-    return make_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "checkpoint", learn_steps=200)
+    translations end as a real model's do (the figures are a few steps long, not 128). Made once
+    per run (~4 CPU-s), shared by the workers: no test writes into it (those that change a
+    checkpoint change a copy)."""
+    return run_shared.once("tiny-checkpoint", lambda folder: make_tiny_checkpoint(folder, learn_steps=200))
 
 
 @pytest.fixture(scope="session")
@@ -134,13 +148,15 @@ def shipped_translator() -> Translator:
 
 
 @pytest.fixture(scope="session")
-def tiny_marian(tmp_path_factory) -> Path:
-    """A tiny random Hugging Face Marian folder (tests/marian_folder.py), built without a download."""
+def tiny_marian() -> Path:
+    """A tiny random Hugging Face Marian folder (tests/marian_folder.py), built without a download,
+    once per run."""
     pytest.importorskip("transformers")
     pytest.importorskip("sentencepiece")
     from tests.marian_folder import make_tiny_marian
 
-    return make_tiny_marian(tmp_path_factory.mktemp("marian") / "opus-mt-en-zh-tiny")
+    folder = run_shared.once("tiny-marian", lambda folder: make_tiny_marian(folder / MARIAN_NAME))
+    return folder / MARIAN_NAME
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from bench.server import wait_for_port
-from tests.conftest import warm_page
+from tests.conftest import MARIAN_NAME, warm_page
+from tests.run_shared import once, shared_server
 
 ROOT = Path(__file__).resolve().parents[2]
 # screenshots and server logs: under the system temp folder, never left in the checkout
@@ -41,14 +42,13 @@ SHIPPED_TRANSLATIONS = {
 }
 
 
-@contextmanager
-def running_server(checkpoint: Path | None, log_name: str, flag: str = "--checkpoint"):
+def start_server(checkpoint: Path | None, log_name: str, flag: str = "--checkpoint"):
     """``python -m app`` on a loopback port the kernel picks (``--port 0``: no race with other
     servers starting at once), with the shipped checkpoint when ``checkpoint`` is None
-    (``flag="--model"`` serves it as a model folder, e.g. a Hugging Face Marian one); yields its URL
-    once /healthz answers, stops it afterwards. Its output goes to ARTIFACTS."""
+    (``flag="--model"`` serves it as a model folder, e.g. a Hugging Face Marian one); returns the
+    process and its URL once /healthz answers. Its output goes to ARTIFACTS."""
     ARTIFACTS.mkdir(exist_ok=True)
-    # each pytest-xdist worker starts its own servers: one log each
+    # a server of the run's (tests/run_shared.py) or a worker's own: one log each
     log = ARTIFACTS / f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{log_name}"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "ITT_ACCESS_LOG": "false"}
     env.pop("ITT_CHECKPOINT", None)
@@ -71,13 +71,20 @@ def running_server(checkpoint: Path | None, log_name: str, flag: str = "--checkp
         try:
             with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
                 if response.status == 200:
-                    break
+                    return process, url
         except OSError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             pytest.fail(f"the server did not start; see {log}")
         time.sleep(0.3)
+
+
+@contextmanager
+def running_server(checkpoint: Path | None, log_name: str, flag: str = "--checkpoint"):
+    """A server of the test's own (``start_server``), stopped afterwards: for a checkpoint that one
+    test or file makes."""
+    process, url = start_server(checkpoint, log_name, flag)
     try:
         yield url
     finally:
@@ -88,36 +95,44 @@ def running_server(checkpoint: Path | None, log_name: str, flag: str = "--checkp
             process.kill()
 
 
+def run_server(name: str, checkpoint: Path | None, flag: str = "--checkpoint") -> str:
+    """The URL of the run's server ``name``: one for every worker and file (tests/run_shared.py),
+    started by the first that asks and stopped when the run ends."""
+    def start() -> tuple[int, str]:
+        process, url = start_server(checkpoint, f"{name}.log", flag)
+        return process.pid, url
+
+    return shared_server(name, start)
+
+
 @pytest.fixture(scope="session")
 def server(tiny_checkpoint):
     """The tiny model (it has learned the eight TINY_PAIRS): for what needs only shapes."""
-    with running_server(tiny_checkpoint, "e2e-server.log") as url:
-        yield url
+    return run_server("e2e-server", tiny_checkpoint)
 
 
 @pytest.fixture(scope="session")
 def shipped_server():
     """The shipped checkpoint, one server for every file that checks real translations."""
-    with running_server(None, "e2e-shipped-server.log") as url:
-        yield url
+    return run_server("e2e-shipped-server", None)
 
 
 @pytest.fixture(scope="session")
-def tiny_marian(tmp_path_factory) -> Path:
+def tiny_marian() -> Path:
     """The browser tests' tiny Hugging Face Marian folder (tests/marian_folder.py), taught its ten
     pairs (120 steps, about a second), so that its pages draw a few steps, not max_len's 128."""
     pytest.importorskip("transformers")
     pytest.importorskip("sentencepiece")
     from tests.marian_folder import make_tiny_marian
 
-    return make_tiny_marian(tmp_path_factory.mktemp("marian") / "opus-mt-en-zh-tiny", learn_steps=120)
+    folder = once("e2e-marian", lambda folder: make_tiny_marian(folder / MARIAN_NAME, learn_steps=120))
+    return folder / MARIAN_NAME
 
 
 @pytest.fixture(scope="session")
 def marian_server(tiny_marian):
     """``--model`` on the tiny Hugging Face Marian folder (tests/marian_folder.py)."""
-    with running_server(tiny_marian, "e2e-marian-server.log", flag="--model") as url:
-        yield url
+    return run_server("e2e-marian-server", tiny_marian, flag="--model")
 
 
 def wait_idle(page) -> None:
