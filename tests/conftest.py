@@ -204,7 +204,10 @@ def warm_context(playwright, tmp_path_factory):
     which a profile in memory (``browser.new_context``) does not, so plotly.js (3.5 MB) and the page
     scripts are compiled once per worker, not once per test: beside a training run on the 2-core
     machine a page of the tiny model loaded in 1.4 s on average against 2.8 s in a fresh context
-    and 2.2 s in a new page of a context in memory (``python -m bench.browser_contexts``). Each
+    and 2.2 s in a new page of a context in memory (``python -m bench.browser_contexts``). (Since
+    --process-per-site the two load alike there, 0.76 s against 0.78; yet tests/e2e and the XSS
+    sweep with this context made in memory by the one ``browser`` took 699 busy CPU-s against 628
+    as it is, one run each.) Each
     test gets a new page of its own (``warm_page``) with no cookies."""
     context = playwright.chromium.launch_persistent_context(
         tmp_path_factory.mktemp("chromium-profile"), executable_path=CHROMIUM, args=CHROMIUM_ARGS,
