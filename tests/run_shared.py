@@ -15,10 +15,10 @@ import contextlib
 import fcntl
 import json
 import os
+import select
 import shutil
 import signal
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -85,28 +85,20 @@ def shared_server(name: str, start: Callable[[], tuple[int, str]]) -> str:
 
 
 def stop(pid: int) -> None:
-    """SIGTERM, then SIGKILL after STOP_WAIT_S; reaped if it is this process's child (without
-    pytest-xdist the controller started it), else its parent or init reaps it."""
+    """SIGTERM, then SIGKILL if it has not exited after STOP_WAIT_S: its exit is waited for on a
+    pidfd (readable once the process ends, child or not); reaped if it is this process's child
+    (without pytest-xdist the controller started it), else its parent or init reaps it."""
     try:
-        os.kill(pid, signal.SIGTERM)
+        handle = os.pidfd_open(pid)
     except ProcessLookupError:
         return
-    deadline = time.monotonic() + STOP_WAIT_S
-    while alive(pid):
-        if time.monotonic() > deadline:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            deadline = float("inf")
-        time.sleep(0.05)
-
-
-def alive(pid: int) -> bool:
-    """Running (not exited, not a zombie); a zombie child of this process is reaped."""
-    with contextlib.suppress(ChildProcessError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
+        for sig, wait_s in ((signal.SIGTERM, STOP_WAIT_S), (signal.SIGKILL, None)):
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(handle, sig)
+            if select.select([handle], [], [], wait_s)[0]:
+                break
+    finally:
+        os.close(handle)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
