@@ -1,7 +1,7 @@
 """Our traced translation against a real inference engine (CTranslate2) on the same weights.
 
     python -m bench.engine [--checkpoint DIR] [--sentences 20] [--repeats 3] [--greedy-only | --beam-only]
-                           [--before TREE]
+                           [--before TREE] [--ct2-gemm auto|mkl]
 
 Converts the checkpoint to CTranslate2 float32 (``model/adapters/ct2.py``), then times, interleaved in one
 process and one thread each, for the same unseen ~10-word sentences:
@@ -28,6 +28,10 @@ its own ``Translator.trace`` and ``generate`` when asked, one sentence at a time
 ``trace-before`` and ``decode-before`` run on the same machine at the same moment (one waits while
 the other runs). It also counts the decodes whose trees (every node's score as a float) are
 identical before and after.
+
+``--ct2-gemm mkl`` makes CTranslate2 run its float32 products through MKL, as PyTorch's do, instead
+of its own choice (oneDNN on AMD CPUs, where MKL takes a slower generic path; MKL on Intel ones), to
+see how much of a gap is the product library alone.
 """
 
 from __future__ import annotations
@@ -173,6 +177,9 @@ def main() -> None:
     parser.add_argument("--beam-only", action="store_true", help="skip greedy and beam 4 without a penalty")
     parser.add_argument("--before", type=Path, default=None,
                         help="an earlier checkout whose model package to time beside ours")
+    parser.add_argument("--ct2-gemm", choices=("auto", "mkl"), default="auto",
+                        help="CTranslate2's float32 products: its own choice (oneDNN on AMD CPUs, MKL on "
+                        "Intel ones), or MKL, the library PyTorch's products use, on any CPU")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -183,7 +190,9 @@ def main() -> None:
     torch.set_num_threads(1)
     translator = Translator.load(args.checkpoint)
     texts = sentences(10, args.sentences, offset=4242)
-    print("machine:", machine())
+    if args.ct2_gemm == "mkl":
+        os.environ["CT2_USE_MKL"] = "1"  # read when CTranslate2 makes its first model
+    print("machine:", machine(), "CTranslate2 products:", args.ct2_gemm)
     engine = ct2.load(translator, "float32", threads=1)
     # as the app's start-up does: the garbage collector no longer walks what is loaded by now
     gc.collect()
