@@ -29,9 +29,9 @@ its own ``Translator.trace`` and ``generate`` when asked, one sentence at a time
 the other runs). It also counts the decodes whose trees (every node's score as a float) are
 identical before and after.
 
-``--ct2-gemm mkl`` makes CTranslate2 run its float32 products through MKL, as PyTorch's do, instead
-of its own choice (oneDNN on AMD CPUs, where MKL takes a slower generic path; MKL on Intel ones), to
-see how much of a gap is the product library alone.
+``--ct2-gemm mkl`` makes CTranslate2 (the yardstick, and the greedy drafter with it) run its
+products through MKL, as PyTorch's do, instead of its own choice (oneDNN on AMD CPUs, where MKL
+takes a slower generic path; MKL on Intel ones), to see how much of a gap is the product library.
 """
 
 from __future__ import annotations
@@ -178,8 +178,9 @@ def main() -> None:
     parser.add_argument("--before", type=Path, default=None,
                         help="an earlier checkout whose model package to time beside ours")
     parser.add_argument("--ct2-gemm", choices=("auto", "mkl"), default="auto",
-                        help="CTranslate2's float32 products: its own choice (oneDNN on AMD CPUs, MKL on "
-                        "Intel ones), or MKL, the library PyTorch's products use, on any CPU")
+                        help="CTranslate2's products (the yardstick's and the drafter's): its own "
+                        "choice (oneDNN on AMD CPUs, MKL on Intel ones), or MKL, the library "
+                        "PyTorch's products use, on any CPU")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
