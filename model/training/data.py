@@ -61,6 +61,8 @@ class Splits:
     # the wider domains, keyed by source name
     domain_test: dict[str, list[Pair]] = field(default_factory=dict)
     domain_dev: dict[str, list[Pair]] = field(default_factory=dict)
+    # the final test split (every source's pairs, drawn last): reported once, when a model ships
+    final_test: list[Pair] = field(default_factory=list)
 
     def test_sets(self) -> dict[str, list[Pair]]:
         """Every held-out test split by name, as ``evaluate`` reports them."""
@@ -219,6 +221,8 @@ def split_pairs(
     n_test: int = 1000,
     n_dev: int = 500,
     n_test_hsk: int = 300,
+    n_final: int = 0,
+    final_seed: int = 0,
 ) -> Splits:
     """Hold out test and dev sets by distinct English sentence.
 
@@ -226,7 +230,9 @@ def split_pairs(
     ``test_hsk`` is a second, harder test set of longer graded sentences; every wider domain
     present in ``sources`` keeps its own test and dev split (``HELD_OUT``). Every pair whose
     English matches a held-out sentence (after lower-casing and dropping punctuation) leaves
-    the training set, whatever source it came from.
+    the training set, whatever source it came from. ``n_final`` more English sentences of any
+    source (not opt-in) are drawn last, by their own ``final_seed``, as the final test split: the
+    splits above stay exactly as they were without it.
     """
     rng = random.Random(seed)
     tatoeba_keys = sorted({_english_key(p.english) for p in sources["tatoeba"]})
@@ -259,6 +265,12 @@ def split_pairs(
         domain_keys[name] = (domain_test, domain_dev)
         held_out |= domain_test | domain_dev
 
+    final_keys: set[str] = set()
+    if n_final:
+        pool = sorted({_english_key(p.english) for name, pairs in sources.items()
+                       if name not in OPT_IN for p in pairs} - held_out - {""})
+        final_keys = set(random.Random(final_seed).sample(pool, min(n_final, len(pool) // 10)))
+        held_out |= final_keys
     train = [
         p for pairs in sources.values() for p in pairs if _english_key(p.english) not in held_out
     ]
@@ -269,6 +281,8 @@ def split_pairs(
         test_hsk=pick(hsk_test_keys, "hsk"),
         domain_test={name: pick(keys[0], name) for name, keys in domain_keys.items()},
         domain_dev={name: pick(keys[1], name) for name, keys in domain_keys.items()},
+        final_test=[p for name, pairs in sources.items() if name not in OPT_IN for p in pairs
+                    if _english_key(p.english) in final_keys],
     )
 
 

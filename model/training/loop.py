@@ -213,7 +213,7 @@ def train_stage(model: Transformer, english: EnglishTokenizer, chinese: ChineseT
     planned = planned_steps(job)
     total = planned if stage.decay == "linear" else None
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate(
-        step + 1, model.config.d_model, stage.warmup, stage.lr_factor, total))
+        step + 1, model.config.d_model, stage.warmup, stage.lr_factor, total, stage.lr_end))
     history: dict = {"settings": recipe.settings(stage, total), "config": asdict(model.config),
                      "train_pairs": len(job.examples), "added": job.added, "init": job.init,
                      "label": stage.label or None, "steps": [], "epochs": [], "snapshots": []}
@@ -332,8 +332,11 @@ def finish_stage(model, english, chinese, history: dict, job: StageJob, dev_src:
             chosen = {"weights": what,
                       "dev_bleu": bleu, "dev_chrf": chrf}
             final_state = averaged
+    # the result is kept in float16 (the app computes in float32): the next stage starts from these
+    # rounded weights whether it runs straight on or on another machine from the committed result
+    final_state = {name: tensor.half().float() for name, tensor in final_state.items()}
     load_saved(model, final_state)
-    history["final"] = chosen
+    history["final"] = {**chosen, "stored": "float16"}
     write_checkpoint(job.folder / "out", model, english, chinese, history)
     return history
 
@@ -342,7 +345,8 @@ def write_checkpoint(out: Path, model: Transformer, english: EnglishTokenizer,
                      chinese: ChineseTokenizer, history: dict) -> None:
     """The shipped form: weights.safetensors, config.json, both tokenizers and history.json."""
     out.mkdir(parents=True, exist_ok=True)
-    save_file(state_for_saving(model), str(out / "weights.safetensors"), metadata={"format": "pt"})
+    weights = {name: tensor.half() for name, tensor in state_for_saving(model).items()}
+    save_file(weights, str(out / "weights.safetensors"), metadata={"format": "pt"})
     model.config.save(out / "config.json")
     english.save(out / "tokenizer_en.json")
     chinese.save(out / "vocab_zh.json")

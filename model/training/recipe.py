@@ -38,6 +38,9 @@ class Stage:
     warmup: int  # steps of linear warmup
     lr_factor: float  # the peak is lr_factor · d_model^-0.5 · warmup^-0.5
     decay: str = "linear"  # after warmup: "linear" to zero at the stage's last step, or "noam" (1/√step)
+    # a linear decay ends at lr_end · peak instead of zero: one long schedule split into stages,
+    # each short enough to finish (and be committed) in a sitting
+    lr_end: float = 0.0
     # ship the mean of the last N epochs' weights when it scores better on dev; the stage's start
     # counts as epoch 0 (a one-epoch stage with average = 2: the mean of its end and its start)
     average: int = 1
@@ -56,6 +59,10 @@ class Recipe:
     description: dict[str, str] = field(default_factory=dict)
     split_seed: int = 13  # which sentences are held out for dev and test
     test_size: int = 1000
+    # the final test split: pairs of every source drawn by final_seed after every other split,
+    # never trained on and never looked at while choosing stages or weights (0: none)
+    final_size: int = 0
+    final_seed: int = 0
     dev_size: int = 500
     english_vocab: int = 8000  # BPE pieces; the Chinese side is one token per character
     d_model: int = 256
@@ -86,6 +93,7 @@ class Recipe:
         return {
             "recipe": self.name, "epochs": stage.epochs, "warmup": stage.warmup,
             "lr_factor": stage.lr_factor, "decay": stage.decay, "lr_total_steps": total_steps,
+            "lr_end": stage.lr_end, "final_size": self.final_size, "final_seed": self.final_seed,
             "average": stage.average, "seed": stage.seed, "split_seed": self.split_seed,
             "test_size": self.test_size, "dev_size": self.dev_size, "sources": list(self.sources),
             "narrow": set(self.sources) <= {"tatoeba", "hsk"}, "old_data": False,
@@ -100,13 +108,13 @@ class Recipe:
 
 _TOP = {"name", "description", "data", "tokenizer", "model", "train", "transforms", "stages"}
 _SECTIONS = {
-    "data": {"sources", "split_seed", "test_size", "dev_size"},
+    "data": {"sources", "split_seed", "test_size", "dev_size", "final_size", "final_seed"},
     "tokenizer": {"english_vocab"},
     "model": {"d_model", "n_heads", "n_layers", "d_ff", "dropout"},
     "train": {"seed", "threads", "batch_tokens", "label_smoothing", "unlikelihood", "clip",
               "precision", "save_every"},
 }
-_STAGE = {"label", "epochs", "warmup", "lr_factor", "decay", "average", "upsample", "transforms",
+_STAGE = {"label", "epochs", "warmup", "lr_factor", "lr_end", "decay", "average", "upsample", "transforms",
           "seed", "snapshots"}
 
 
@@ -154,11 +162,14 @@ def parse_recipe(text: str, name: str = "recipe") -> Recipe:
             raise ValueError(f"{where}: decay is 'linear' or 'noam'")
         if raw.get("epochs", 0) < 1 or raw.get("warmup", 0) < 1 or raw.get("lr_factor", 0) <= 0:
             raise ValueError(f"{where}: epochs, warmup and lr_factor are required, each above 0")
+        if not 0 <= raw.get("lr_end", 0.0) < 1:
+            raise ValueError(f"{where}: lr_end is a share of the peak rate, from 0 to below 1")
         if not 1 <= raw.get("average", 1) <= raw["epochs"] + 1:
             raise ValueError(f"{where}: average counts epochs, the start included: 1 to epochs + 1")
         stages.append(Stage(
             label=raw.get("label", {}), epochs=raw["epochs"], warmup=raw["warmup"],
             lr_factor=float(raw["lr_factor"]), decay=raw.get("decay", "linear"),
+            lr_end=float(raw.get("lr_end", 0.0)),
             average=raw.get("average", 1), upsample=raw.get("upsample", {}), transforms=transforms,
             seed=raw.get("seed", seed), snapshots=tuple(raw.get("snapshots", ()))))
     if not stages:
@@ -181,7 +192,8 @@ def held_out_splits(data: Path, recipe: Recipe, sources: tuple[str, ...] | None 
     """The dev and test splits (and the training split) of the recipe's sources, or of ``sources``."""
     return split_pairs(read_sources(data, list(sources or recipe.sources)), seed=recipe.split_seed,
                        n_test=recipe.test_size, n_dev=recipe.dev_size,
-                       n_test_hsk=min(300, recipe.test_size))
+                       n_test_hsk=min(300, recipe.test_size), n_final=recipe.final_size,
+                       final_seed=recipe.final_seed)
 
 
 def stage_pairs(train: list[Pair], stage: Stage, data: Path) -> tuple[list[Pair], dict[str, int]]:
@@ -215,7 +227,9 @@ def recipe_from_settings(settings: dict) -> Recipe:
     split_seed = settings.get("split_seed", seed)
     return Recipe(name="settings", text="", sources=sources, stages=(stage,),
                   split_seed=int(split_seed), test_size=int(settings.get("test_size", 1000)),
-                  dev_size=int(settings.get("dev_size", 500)))
+                  dev_size=int(settings.get("dev_size", 500)),
+                  final_size=int(settings.get("final_size", 0)),
+                  final_seed=int(settings.get("final_seed", 0)))
 
 
 def _flag_transforms(s: dict) -> dict[str, dict]:

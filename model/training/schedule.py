@@ -11,13 +11,15 @@ def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
 
 
 def learning_rate(step: int, d_model: int, warmup: int, factor: float = 1.0,
-                  total: int | None = None) -> float:
+                  total: int | None = None, end: float = 0.0) -> float:
     """The rate of step `step` (from 1). Without `total`, `noam_lr`; with it, the same warmup to the
-    same peak, then linearly down to zero at step `total` (and zero after it)."""
+    same peak, then a straight line down to `end` · peak at step `total` (and that after it): zero
+    by default, or where a longer schedule split into stages would be at this stage's end."""
     if not total or step <= warmup:
         return noam_lr(step, d_model, warmup, factor)
     peak = noam_lr(warmup, d_model, warmup, factor)
-    return peak * max(0.0, (total - step) / max(1, total - warmup))
+    left = max(0.0, (total - step) / max(1, total - warmup))
+    return peak * (end + (1.0 - end) * left)
 
 
 def run_total_steps(settings: dict) -> int | None:
