@@ -11,7 +11,7 @@ text (history.json's ``recipe``), so a model can always be made again.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from model.training.data import (
@@ -263,3 +263,22 @@ def evaluation_sources(recipe: Recipe) -> tuple[str, ...]:
     opt-in sources the recipe read (so its splits are drawn as its training drew them)."""
     opt_in = tuple(name for name in recipe.sources if name in OPT_IN)
     return tuple(source_names(wide=True, new=True)) + opt_in
+
+
+def extended_from(text: str, recipe: Recipe) -> int | None:
+    """How many stages the recipe ``text`` had, if ``recipe`` trains as it does with none or more
+    stages added after its last one; otherwise None. Its description and the stages' labels may be
+    reworded: they are words for the pages, not training. Running the longer recipe from random
+    weights trains the same stages first, so a run of the shorter one may go on into the new ones."""
+    before = parse_recipe(text, recipe.name)
+    same = replace(before, text="", description={}, stages=()) == replace(
+        recipe, text="", description={}, stages=())
+    count = len(before.stages)
+    if same and len(recipe.stages) >= count and _unlabelled(recipe.stages[:count]) == _unlabelled(
+            before.stages):
+        return count
+    return None
+
+
+def _unlabelled(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
+    return tuple(replace(stage, label={}) for stage in stages)

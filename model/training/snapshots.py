@@ -10,8 +10,9 @@ step 0 rebuilt from the config and seed instead of stored, once that is checked 
 own step-0 weights), with ``timeline.json``: each snapshot's step, epoch and minutes, the run's
 loss curve, and each snapshot's BLEU on the run's dev split both as stored and as training wrote
 it, with how often the two translate a dev sentence identically. ``final`` is the weights the stage
-ended with (``WORK/stageN/out/weights.safetensors``, float32). The shipped model is scored on the
-same dev sentences, so the page can put the timeline's end beside it.
+ended with (``WORK/stageN/out/weights.safetensors``; a float16 one is stored as that very file).
+The shipped model is scored on the same dev sentences, so the page can put the timeline's end
+beside it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import time
 from pathlib import Path
 
@@ -74,8 +76,11 @@ def _source(run: Path, history: dict, step: str) -> tuple[str, dict, dict[str, t
         last = history["epochs"][-1]
         record = {"step": last["step"], "epoch": last["epoch"], "minutes": last["minutes"],
                   "weights": (history.get("final") or {}).get("weights", "last epoch"),
-                  "stored_from": "float32"}
-        return "final", record, load_file(str(path))
+                  }
+        written = load_file(str(path))
+        record["stored_from"] = "float16" if {t.dtype for t in written.values()} == {
+            torch.float16} else "float32"
+        return "final", record, written
     number = int(step)
     kept = {s["step"]: s for s in history.get("snapshots", [])}
     path = run / "snapshots" / f"step{number:06d}.safetensors"
@@ -169,6 +174,15 @@ def pack(run: Path, out: Path, steps: list[str], data: Path, shipped: Path | Non
             served = build_model(config, rebuilt)
             entry |= {"regenerated": True, "weights_sha256": weights_hash(rebuilt),
                       "stored_as": "rebuilt from config and seed (float32)", "bytes": 0}
+        elif name == "final" and {t.dtype for t in written.values()} == {torch.float16}:
+            # a stage result is float16 already: its own file, the same bytes (git keeps one copy
+            # for the stage result, the timeline and the shipped weights)
+            file = out / f"{name}.safetensors"
+            shutil.copyfile(run / "out" / "weights.safetensors", file)
+            file.chmod(0o644)
+            served = full
+            entry |= {"file": file.name, "bytes": file.stat().st_size,
+                      "stored_as": "float16, the stage result's own file"}
         else:
             stored = quantise(written)
             file = out / f"{name}.safetensors"

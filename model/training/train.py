@@ -19,7 +19,6 @@ import logging
 import shutil
 import subprocess
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -34,7 +33,8 @@ from model.training.loop import (
     load_saved,
     train_stage,
 )
-from model.training.recipe import Recipe, Stage, held_out_splits, load_recipe, parse_recipe, stage_pairs
+from model.training.recipe import Recipe, extended_from, held_out_splits, load_recipe, stage_pairs
+from model.training.results import seed_work
 from model.transformer import Transformer, TransformerConfig
 
 log = logging.getLogger("model.training")
@@ -55,6 +55,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-steps", type=int, default=None, metavar="N",
                         help="stop after N steps of the whole recipe, the state saved (the same "
                              "command without it goes on)")
+    parser.add_argument("--from", dest="from_results", type=Path, default=None, metavar="RESULTS",
+                        help="go on after the stages kept in this folder (model.training.results "
+                             "keep): a new machine resumes from the repository")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser.parse_args(argv)
 
@@ -71,10 +74,14 @@ def code_version() -> dict:
         return {"commit": None, "dirty": None}
 
 
-def begin_run(work: Path, recipe: Recipe, data: Path) -> dict:
+def data_hashes(recipe: Recipe, data: Path) -> dict[str, str]:
+    return {name: file_sha256(data / name) for name in recipe.files()}
+
+
+def begin_run(work: Path, recipe: Recipe, data: Path, hashes: dict[str, str] | None = None) -> dict:
     """The run's record (``WORK/run.json``): the recipe's text, the data files' sha256 and the code
     of every start. A work folder begun with another recipe or other data is refused."""
-    hashes = {name: file_sha256(data / name) for name in recipe.files()}
+    hashes = hashes or data_hashes(recipe, data)
     path = work / "run.json"
     if path.is_file():
         run = json.loads(path.read_text(encoding="utf-8"))
@@ -103,25 +110,6 @@ def begin_run(work: Path, recipe: Recipe, data: Path) -> dict:
     run["code"].append({**code_version(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     path.write_text(json.dumps(run, indent=1) + "\n", encoding="utf-8")
     return run
-
-
-def extended_from(text: str, recipe: Recipe) -> int | None:
-    """How many stages the recipe ``text`` had, if ``recipe`` trains as it does with none or more
-    stages added after its last one; otherwise None. Its description and the stages' labels may be
-    reworded: they are words for the pages, not training. Running the longer recipe from random
-    weights trains the same stages first, so a run of the shorter one may go on into the new ones."""
-    before = parse_recipe(text, recipe.name)
-    same = replace(before, text="", description={}, stages=()) == replace(
-        recipe, text="", description={}, stages=())
-    count = len(before.stages)
-    if same and len(recipe.stages) >= count and _unlabelled(recipe.stages[:count]) == _unlabelled(
-            before.stages):
-        return count
-    return None
-
-
-def _unlabelled(stages: tuple[Stage, ...]) -> tuple[Stage, ...]:
-    return tuple(replace(stage, label={}) for stage in stages)
 
 
 def encode(pairs: list[Pair], english: EnglishTokenizer,
@@ -163,7 +151,10 @@ def main(argv: list[str] | None = None) -> None:
     recipe = load_recipe(args.recipe)
     work = args.work or Path("runs") / recipe.name
     work.mkdir(parents=True, exist_ok=True)
-    run = begin_run(work, recipe, args.data)
+    hashes = data_hashes(recipe, args.data)
+    if args.from_results is not None:
+        seed_work(args.from_results, work, recipe, hashes)
+    run = begin_run(work, recipe, args.data, hashes)
     keep_freed_memory()
     torch.set_num_threads(args.threads or recipe.threads)
     stop = StopRequest()
