@@ -33,6 +33,7 @@ from model.training.recipe import (
     stage_pairs,
 )
 from model.training.scoring import bleu_chrf, repetition_rate, translate_batch, translate_beam
+from model.training.ship_rule import write_outputs
 from model.training.transforms import STOPS_ZH, drop_final_stops
 from model.translator import DEFAULT_CHECKPOINT, Translator
 
@@ -47,6 +48,7 @@ LEARNER_FILE = Path(__file__).parent / "probe_learner.tsv"
 NO_STOPS_SETS = ("tatoeba_test", "hsk_test", "tatoeba_extra_test")
 FIXTURE_FILE = Path(__file__).parent / "heldout_tatoeba_100.tsv"
 FIXTURE_SIZE = 100
+OUTPUTS_FILE = "eval_outputs.json.gz"  # every output as scored, beside eval.json (the ship rule's)
 LENGTH_PENALTY = 0.6  # as DecodingOptions' default, so the figures match what the app shows
 
 
@@ -135,6 +137,13 @@ class Evaluator:
         self.translator = translator
         self.decodings = ["greedy"] + ([f"beam{beam_size}"] if beam_size > 1 else [])
         self.beam_size = beam_size
+        # every output as scored, by split: what the ship rule's paired bootstrap resamples
+        self.kept: dict[str, dict[str, list[str]]] = {}
+
+    def keep(self, name: str | None, sources: list[str], references: list[str],
+             scored: dict[str, list[str]]) -> None:
+        if name is not None:
+            self.kept[name] = {"english": sources, "reference": references, **scored}
 
     def translate(self, sources: list[str]) -> dict[str, tuple[list[str], float]]:
         """Outputs and seconds per decoding."""
@@ -150,7 +159,7 @@ class Evaluator:
         return results
 
     def test_set(self, pairs: list[Pair], seen: set[str], examples: int,
-                 strip_final: bool = False) -> dict:
+                 strip_final: bool = False, name: str | None = None) -> dict:
         """``strip_final``: score the outputs without their final 。！？ (the examples keep them),
         for references that have none: whether a model ends a sentence typed without a full
         stop with one is a matter of style, not of translation."""
@@ -162,10 +171,13 @@ class Evaluator:
             "sentences": len({_english_key(s) for s in sources}),
             "seen_in_training": sum(_english_key(s) in seen for s in sources),
         }
+        scored = {}
         for decoding, (hypotheses, seconds) in outputs.items():
             if strip_final:
                 hypotheses = [h.rstrip(STOPS_ZH) for h in hypotheses]
             report[decoding] = _figures(hypotheses, references, seconds)
+            scored[decoding] = hypotheses
+        self.keep(name, sources, references, scored)
         report["examples"] = [
             {"english": sources[i], "reference": references[i]}
             | {decoding: outputs[decoding][0][i] for decoding in self.decodings}
@@ -173,7 +185,8 @@ class Evaluator:
         ]
         return report
 
-    def probe(self, rows: list[dict[str, str]], strip_final: bool = False) -> dict:
+    def probe(self, rows: list[dict[str, str]], strip_final: bool = False,
+              name: str | None = None) -> dict:
         """``strip_final``: a row whose reference has no final 。！？ is scored on its output
         without one too (``outputs`` keeps the outputs as they were)."""
         sources = [r["english"] for r in rows]
@@ -182,6 +195,7 @@ class Evaluator:
         scored = {decoding: [h.rstrip(STOPS_ZH) if strip_final and not r.endswith(tuple(STOPS_ZH))
                              else h for h, r in zip(hypotheses, references, strict=True)]
                   for decoding, (hypotheses, _) in outputs.items()}
+        self.keep(name, sources, references, scored)
         report: dict = {"pairs": len(rows)}
         for decoding, (_, seconds) in outputs.items():
             report[decoding] = _figures(scored[decoding], references, seconds)
@@ -231,10 +245,13 @@ def evaluate(
     translator: Translator, splits: Splits, seen: set[str], probe: list[dict[str, str]],
     fixture: Path | None, beam_size: int = 4, examples: int = 10,
     unseen: list[dict[str, str]] | None = None, learner: list[dict[str, str]] | None = None,
+    outputs: dict | None = None, final: bool = False,
 ) -> dict:
     """The whole report that ``eval.json`` keeps (``unseen``: the probe of names and numbers that
     no training sentence has, kept as ``probe_unseen`` with every output; ``learner``: titled
-    names and sentences without a final stop, kept as ``probe_learner``)."""
+    names and sentences without a final stop, kept as ``probe_learner``). ``outputs`` (a dict)
+    receives every split's outputs as scored; ``final`` scores the final test split too, which is
+    looked at once, when a result ships (``model.training.ship``)."""
     evaluator = Evaluator(translator, beam_size)
     report: dict = {
         "tokenize": "zh",
@@ -247,8 +264,11 @@ def evaluate(
         "sets": {},
     }
     for name, pairs in splits.test_sets().items():
-        report["sets"][name] = evaluator.test_set(pairs, seen, examples)
+        report["sets"][name] = evaluator.test_set(pairs, seen, examples, name=name)
         log.info("%s %s", name, _summary(report["sets"][name]))
+    if final and splits.final_test:
+        report["final"] = evaluator.test_set(splits.final_test, seen, examples, name="final_test")
+        log.info("final test split %s", _summary(report["final"]))
     # the everyday splits as a learner often types them: without the final . ! ? (and the
     # references without their 。！？), the pairs that end in such a mark on both sides; the
     # outputs are scored without a final mark too (adding one is no error)
@@ -259,13 +279,13 @@ def evaluate(
             continue
         report["no_stops"][name] = evaluator.test_set(pairs, seen, examples, strip_final=True)
         log.info("%s without final stops %s", name, _summary(report["no_stops"][name]))
-    report["probe"] = evaluator.probe(probe)
+    report["probe"] = evaluator.probe(probe, name="probe")
     log.info("probe %s", _summary(report["probe"]))
     if unseen:
-        report["probe_unseen"] = evaluator.probe(unseen)
+        report["probe_unseen"] = evaluator.probe(unseen, name="probe_unseen")
         log.info("probe_unseen %s", _summary(report["probe_unseen"]))
     if learner:
-        report["probe_learner"] = evaluator.probe(learner, strip_final=True)
+        report["probe_learner"] = evaluator.probe(learner, strip_final=True, name="probe_learner")
         log.info("probe_learner %s", _summary(report["probe_learner"]))
     if fixture is not None:
         report["fixture"] = fixture_report(translator, fixture, splits.test)
@@ -274,6 +294,8 @@ def evaluate(
     best = evaluator.decodings[-1]
     report["test"] = {"bleu": main_set[best]["bleu"], "chrf": main_set[best]["chrf"],
                       "decoding": best.replace("beam", "beam ")}
+    if outputs is not None:
+        outputs.update(evaluator.kept)
     return report
 
 
@@ -313,6 +335,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--write-fixture", action="store_true",
                         help="first (re)write --fixture from the rebuilt Tatoeba test split")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: all cores)")
+    parser.add_argument("--final", action="store_true",
+                        help="score the final test split too (looked at once: at the ship)")
     parser.add_argument("--previous", type=Path,
                         help="an earlier checkpoint's eval.json, kept under 'previous' for before/after")
     parser.add_argument("--previous-label", nargs=2, metavar=("EN", "ZH"),
@@ -338,8 +362,9 @@ def main(argv: list[str] | None = None) -> None:
     }
     unseen = read_table(args.unseen) if args.unseen.is_file() else None
     learner = read_table(args.learner) if args.learner.is_file() else None
+    outputs: dict = {}
     report |= evaluate(translator, splits, seen, read_table(args.probe), fixture, args.beam,
-                       args.examples, unseen, learner)
+                       args.examples, unseen, learner, outputs, args.final)
     report["minutes"] = round((time.perf_counter() - started) / 60, 2)
     if args.previous:
         report["previous"] = previous_figures(
@@ -348,7 +373,8 @@ def main(argv: list[str] | None = None) -> None:
     out = args.out or args.checkpoint / "eval.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    log.info("wrote %s (%.1f min)", out, report["minutes"])
+    write_outputs(outputs, out.with_name(OUTPUTS_FILE))
+    log.info("wrote %s and %s (%.1f min)", out, OUTPUTS_FILE, report["minutes"])
 
 
 if __name__ == "__main__":

@@ -6,9 +6,9 @@ machine (a run of many hours does not fit one sitting, and a new machine has non
         --from model/training/results/shipped
 
 ``keep`` copies every stage the run in ``WORK`` has finished (and the folder lacks) into
-``RESULTS/stageN/``: the stage's float16 weights, config, history.json and a ``result.json`` with
-the recipe's sha256, the stage's number, the data files' sha256 and the code; the run's recipe text
-and its vocabularies once, at the top. Stage 1 also brings the timeline (``/timeline``): its chosen
+``RESULTS/stageN/``: the stage's checkpoint (float16 weights, config, vocabularies, history.json)
+and a ``result.json`` with the recipe's sha256, the stage's number, the data files' sha256 and the
+code; the run's recipe text once, at the top. Stage 1 also brings the timeline (``/timeline``): its chosen
 snapshots packed as ``model.training.snapshots`` packs them, its end stored as the stage result's own
 file (the same bytes: git keeps one copy). ``train --from RESULTS`` seeds a new work folder from
 those files and goes on at the next stage, on any machine; a result of another recipe, or made from
@@ -31,8 +31,9 @@ from model.training.recipe import extended_from
 
 log = logging.getLogger("model.training.results")
 
-STAGE_FILES = ("weights.safetensors", "config.json", "history.json")
 VOCABULARIES = ("tokenizer_en.json", "vocab_zh.json")
+# a whole checkpoint in each stage's folder (the vocabularies' bytes are the same: git keeps one copy)
+STAGE_FILES = ("weights.safetensors", "config.json", *VOCABULARIES, "history.json")
 RECIPE_FILE = "recipe.toml"
 RECORD = "result.json"
 TIMELINE_STEPS = ("0", "300", "1000", "final")
@@ -71,8 +72,6 @@ def keep(work: Path, results: Path, data: Path | None, up_to: int | None = None,
             recipe_sha256(run["text"]):
         raise SystemExit(f"{results} keeps a run of another recipe: give another folder")
     recipe_path.write_text(run["text"], encoding="utf-8")
-    for name in VOCABULARIES:
-        _copy_same(work / name, results / name)
     kept = []
     for number in finished_stages(work):
         if up_to is not None and number > up_to:
@@ -147,7 +146,7 @@ def seed_work(results: Path, work: Path, recipe, data_hashes: dict[str, str]) ->
             raise SystemExit(f"{folder / 'weights.safetensors'} is not the file its {RECORD} names")
     work.mkdir(parents=True, exist_ok=True)
     for name in VOCABULARIES:
-        _copy_same(results / name, work / name)
+        _copy_same(folders[0] / name, work / name)
     for folder in folders:
         out = work / folder.name / "out"
         if (out / "history.json").is_file():
@@ -157,8 +156,6 @@ def seed_work(results: Path, work: Path, recipe, data_hashes: dict[str, str]) ->
         out.mkdir(parents=True, exist_ok=True)
         for name in STAGE_FILES:
             shutil.copyfile(folder / name, out / name)
-        for name in VOCABULARIES:
-            shutil.copyfile(results / name, out / name)
     run_path = work / "run.json"
     if not run_path.is_file():
         first = json.loads((folders[0] / RECORD).read_text(encoding="utf-8"))

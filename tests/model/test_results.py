@@ -21,9 +21,10 @@ def test_a_run_resumed_from_a_kept_stage_ends_as_one_run_straight_through(tiny_r
     assert record["stage"] == 1 and record["recipe"] == "tiny" and len(record["recipe_sha256"]) == 64
     assert set(record["data"]) == {"tatoeba-cmn-eng.tsv", "hsk-sentences-en-zh.tsv"}
     assert not (results / "stage2").exists()
-    assert {str(t.dtype) for t in load_file(str(stage1 / "weights.safetensors")).values()} == {"torch.float16"}
+    weights = stage1 / "weights.safetensors"
+    assert {str(t.dtype) for t in load_file(str(weights)).values()} == {"torch.float16"}
     # the timeline's end is the stage result's own file: git stores it once
-    assert (stage1 / "timeline" / "final.safetensors").read_bytes() == (stage1 / "weights.safetensors").read_bytes()
+    assert (stage1 / "timeline" / "final.safetensors").read_bytes() == weights.read_bytes()
     assert keep(run.folder / "work", results, None, up_to=1) == []  # kept already
 
     resumed = run_recipe(run.recipe, run.data, tmp_path / "elsewhere", "--from", str(results))
