@@ -200,7 +200,8 @@ def training_history(translator: TranslatorDep, t: PageText) -> dict:
     curve_steps = list(range(1, last_step + 1, stride))
     total = run_total_steps(settings)
     # the training loop logs the rate used for step s, which LambdaLR computed as learning_rate(s)
-    curve_lr = [learning_rate(s, d, warmup, factor, total) for s in curve_steps]
+    end = float(settings.get("lr_end", 0.0))  # a stage of a longer schedule ends above zero
+    curve_lr = [learning_rate(s, d, warmup, factor, total, end) for s in curve_steps]
     step = t("common.step")
     names = t("training.schedule_names").split("|")
     return {
