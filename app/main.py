@@ -52,8 +52,6 @@ def create_app(settings: Settings | None = None, translator: Translator | None =
         model = translator or load_translator(settings.model_source)
         if settings.torch_threads:
             set_threads(settings.torch_threads)
-        if isinstance(model, Translator):
-            model.drafter()  # build the greedy drafter now, not on the first visitor's request
         app.state.translator = model
         app.state.engine = Engine(model, settings.cache_size, settings.cache_mb, settings.max_queue)
         # the KV-cache race: one race, as long as the page's default (its prior is a budget)

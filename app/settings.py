@@ -42,7 +42,7 @@ class Settings(BaseSettings):
     # core this server may use, at most AUTO_WORKERS_MAX (see ``worker_count``). A worker holds
     # ~0.42 GB once started (torch ~0.22, the model, its tokenizers and drafter ~0.16, the app
     # ~0.04) plus up to ``cache_mb`` of traces: budget ~0.6 GB a worker (measured after bursts
-    # of heavy calls: bench/README.md, issue 59).
+    # of heavy calls: bench/README.md, issue 59; the CTranslate2 drafter has left since).
     workers: int = Field(0, ge=0, le=32)
     cache_size: int = Field(64, ge=1, le=4096)  # traces kept in memory (LRU), per process
     # ... and at most this many MB of them (estimated): one sampled trace at max_len 128 is ~25 MB,

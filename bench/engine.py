@@ -3,22 +3,17 @@
     python -m bench.engine [--checkpoint DIR] [--sentences 20] [--repeats 3] [--greedy-only | --beam-only]
                            [--before TREE] [--ct2-gemm auto|mkl]
 
-Converts the checkpoint to CTranslate2 float32 (``model/adapters/ct2.py``), then times, interleaved in one
+Converts the checkpoint to CTranslate2 float32 (``bench/ct2.py``), then times, interleaved in one
 process and one thread each, for the same unseen ~10-word sentences:
 
 - ``trace``     — Translator.trace(): the translation plus everything the pages show, as the app
-                  runs it (greedy: a CTranslate2 int8 draft checked by the recorded replay),
-- ``stepwise``  — the same trace with drafting off: every token decoded step by step by our model,
+                  runs it (every token decoded step by step by our model, then the recorded replay),
 - ``translate`` — Translator.translate(): the translation and its per-step probabilities,
 - ``decode``    — model.decoding.generate() alone: the tokens, nothing recorded,
-- ``draft``     — the int8 draft alone (greedy only),
-- ``floor``     — the least a drafted greedy trace can run and still show our model's numbers: the
-                  int8 draft, our encoder and one teacher-forced replay of the draft, with nothing
-                  recorded and no lists built (greedy only; a right draft assumed),
 - ``ct2``       — CTranslate2 float32 ``translate_batch`` with the same strategy,
 
 for greedy and for beam 4, and prints p50/p90, the ratios to CTranslate2, whether every output is
-identical token for token, and (greedy) how many drafts our model accepted unchanged. What is
+identical token for token. What is
 loaded is frozen out of Python's garbage collector first (``gc.freeze``), as the app's start-up does.
 
 ``--before TREE`` (a checkout of an earlier commit, e.g. ``git worktree add /tmp/before 4d45d7f``)
@@ -29,7 +24,7 @@ its own ``Translator.trace`` and ``generate`` when asked, one sentence at a time
 the other runs). It also counts the decodes whose trees (every node's score as a float) are
 identical before and after.
 
-``--ct2-gemm mkl`` makes CTranslate2 (the yardstick, and the greedy drafter with it) run its
+``--ct2-gemm mkl`` makes CTranslate2 (the yardstick) run its
 products through MKL, as PyTorch's do, instead of its own choice (oneDNN on AMD CPUs, where MKL
 takes a slower generic path; MKL on Intel ones), to see how much of a gap is the product library.
 """
@@ -47,8 +42,8 @@ from pathlib import Path
 
 import torch
 
+from bench import ct2
 from bench.common import machine, percentiles, sentences
-from model.adapters import ct2
 from model.decoding import DecodingOptions, generate
 from model.transformer import BOS_ID, PAD_ID
 from model.translator import DEFAULT_CHECKPOINT, Translator
@@ -64,16 +59,6 @@ def ct2_decode(engine, translator: Translator, text: str, options: DecodingOptio
         suppress_sequences=[[chinese.id_to_token(PAD_ID)], [chinese.id_to_token(BOS_ID)]],
     )
     return [chinese.index[token] for token in result[0].hypotheses[0]]
-
-
-@torch.inference_mode()
-def floor(translator: Translator, drafter: ct2.Drafter, src: torch.Tensor,
-          options: DecodingOptions) -> torch.Tensor:
-    """Draft, encode, replay once: the passes a drafted greedy trace cannot skip. Their logits
-    are the ones the trace shows; recording them and turning them into lists come on top."""
-    tokens = drafter.propose(src[0].tolist(), [], options.max_len)
-    memory = translator.model.encode(src)
-    return translator.model.decode(torch.tensor([[BOS_ID, *tokens]]), memory, src)
 
 
 class Before:
@@ -127,12 +112,8 @@ def tree(result) -> tuple:
 def compare(translator: Translator, engine, texts: list[str], options: DecodingOptions,
             repeats: int, before: Before | None = None) -> dict:
     """Every path on every sentence, interleaved (trace, translate, decode, ct2, trace, …)."""
-    stepwise = Translator(translator.model, translator.english, translator.chinese)
-    stepwise.set_drafter(None)
-    drafter = translator.drafter()
     paths = {
         "trace": lambda text, src: translator.trace(text, options),
-        "stepwise": lambda text, src: stepwise.trace(text, options),
         "translate": lambda text, src: translator.translate(text, options),
         "decode": lambda text, src: generate(translator.model, src, options),
         "ct2": lambda text, src: ct2_decode(engine, translator, text, options),
@@ -140,30 +121,24 @@ def compare(translator: Translator, engine, texts: list[str], options: DecodingO
     if before is not None:  # these time themselves in the earlier tree's process
         paths["trace-before"] = lambda text, src: before.run("trace", text, options)
         paths["decode-before"] = lambda text, src: before.run("decode", text, options)
-    if options.strategy == "greedy" and drafter is not None:
-        paths["draft"] = lambda text, src: drafter.propose(src[0].tolist(), [], options.max_len)
-        paths["floor"] = lambda text, src: floor(translator, drafter, src, options)
     for text in texts[:3]:  # warm-up
         for path in paths.values():
             path(text, torch.tensor([translator.source_ids(text)]))
     times: dict[str, list[float]] = {name: [] for name in paths}
-    identical = accepted = same_tree = 0
+    identical = same_tree = 0
     for text in texts:
         src = torch.tensor([translator.source_ids(text)])
         if before is not None:
             same_tree += tree(paths["decode"](text, src)) == paths["decode-before"](text, src)[1]
         output = translator.trace(text, options).target_ids
-        identical += output == ct2_decode(engine, translator, text, options) == stepwise.trace(
-            text, options).target_ids
-        if "draft" in paths:
-            accepted += paths["draft"](text, src) == output
+        identical += output == ct2_decode(engine, translator, text, options)
         for _ in range(repeats):
             for name, path in paths.items():
                 started = time.perf_counter()
                 answer = path(text, src)
                 ms = (time.perf_counter() - started) * 1000
                 times[name].append(answer[0] if name.endswith("-before") else ms)
-    return {"identical": identical, "sentences": len(texts), "accepted": accepted,
+    return {"identical": identical, "sentences": len(texts),
             "same_tree": same_tree if before is not None else None,
             "stats": {name: percentiles(values) for name, values in times.items()}}
 
@@ -178,7 +153,7 @@ def main() -> None:
     parser.add_argument("--before", type=Path, default=None,
                         help="an earlier checkout whose model package to time beside ours")
     parser.add_argument("--ct2-gemm", choices=("auto", "mkl"), default="auto",
-                        help="CTranslate2's products (the yardstick's and the drafter's): its own "
+                        help="CTranslate2's products (the yardstick's): its own "
                         "choice (oneDNN on AMD CPUs, MKL on Intel ones), or MKL, the library "
                         "PyTorch's products use, on any CPU")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -213,10 +188,8 @@ def main() -> None:
         stats = result["stats"]
         base = stats["ct2"]
         print(f"\n{label}: {result['sentences']} sentences × {args.repeats} runs, one thread; "
-              f"identical outputs (trace = stepwise = CTranslate2) "
+              f"identical outputs (trace = CTranslate2) "
               f"{result['identical']}/{result['sentences']}"
-              + (f"; drafts accepted unchanged {result['accepted']}/{result['sentences']}"
-                 if options.strategy == "greedy" else "")
               + (f"; decodes identical to --before, every node's score as a float, "
                  f"{result['same_tree']}/{result['sentences']}" if before is not None else ""))
         for name, s in stats.items():

@@ -6,16 +6,13 @@ Sentences: the longest the API takes (exactly 128 source tokens within 600 chara
 ``bench.xray_payload`` builds it) and four 40-word ones; greedy with the app's ``max_len`` (128).
 Interleaved in one process and one thread, per sentence and run:
 
-- ``trace``    — ``Translator.trace()`` as the app runs it (CTranslate2 int8 draft, checked by the
-                 recorded replay),
-- ``stepwise`` — the same trace with drafting off: every token decoded step by step by our model,
-- ``draft``    — the int8 draft alone,
+- ``trace``    — ``Translator.trace()`` as the app runs it (every token decoded step by step by our
+                 model, then the recorded replay),
 - ``ct2``      — CTranslate2 float32 ``translate_batch``, greedy, the same weights,
 
-and prints p50/p90 per path and sentence, and whether the trace, the stepwise trace and
-CTranslate2 wrote the same tokens. (Written to check issue 27's "128-token greedy trace p50 ≤ 60
-ms"; a draft asked with ``suppress_sequences`` for <pad> and <bos> was timed here too, beside one
-whose converted output bias kept them out instead: no difference, so drafts still ask for it.)
+and prints p50/p90 per path and sentence, and whether the trace and CTranslate2 wrote the same
+tokens. (Written to check issue 27's "128-token greedy trace p50 ≤ 60 ms", when a CTranslate2
+drafter still proposed greedy traces; it has left the runtime since, issue 74.)
 """
 
 from __future__ import annotations
@@ -25,10 +22,10 @@ import time
 
 import torch
 
+from bench import ct2
 from bench.common import machine, percentiles, sentences
 from bench.engine import ct2_decode
 from bench.xray_payload import longest_text
-from model.adapters import ct2
 from model.decoding import DecodingOptions
 from model.translator import DEFAULT_CHECKPOINT, Translator
 
@@ -42,11 +39,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     translator = Translator.load(args.checkpoint)
-    drafter = translator.drafter()
-    if drafter is None:
-        raise SystemExit("CTranslate2 is not installed: nothing to compare")
-    stepwise = Translator(translator.model, translator.english, translator.chinese)
-    stepwise.set_drafter(None)
     engine = ct2.load(translator, "float32", threads=1)
     texts = {"128 tokens": longest_text(translator.english.encode)}
     texts.update({f"40 words #{i + 1}": text for i, text in enumerate(sentences(40, 4, offset=77))})
@@ -55,8 +47,6 @@ def main(argv: list[str] | None = None) -> None:
         src = translator.source_ids(text)
         paths = {
             "trace": lambda text=text: translator.trace(text, OPTIONS),
-            "stepwise": lambda text=text: stepwise.trace(text, OPTIONS),
-            "draft": lambda src=src: drafter.propose(src, [], OPTIONS.max_len),
             "ct2": lambda text=text: ct2_decode(engine, translator, text, OPTIONS),
         }
         for path in paths.values():  # warm-up
@@ -68,10 +58,9 @@ def main(argv: list[str] | None = None) -> None:
                 path()
                 times[name].append((time.perf_counter() - started) * 1000)
         trace = translator.trace(text, OPTIONS)
-        same = (stepwise.trace(text, OPTIONS).target_ids == trace.target_ids
-                == ct2_decode(engine, translator, text, OPTIONS))
+        same = trace.target_ids == ct2_decode(engine, translator, text, OPTIONS)
         print(f"\n{label}: {len(src)} source tokens, {len(trace.steps)} steps, {args.repeats} runs; "
-              f"trace = stepwise = CTranslate2: {same}")
+              f"trace = CTranslate2: {same}")
         for name, values in times.items():
             s = percentiles(values)
             print(f"  {name:<15} p50 {s['p50']:7.1f} ms  p90 {s['p90']:7.1f} ms")

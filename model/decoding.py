@@ -1,23 +1,24 @@
 """Autoregressive decoding: greedy, temperature / top-k / top-p sampling, and beam search.
 
-The encoder runs once; the decoder then produces one token per step. With ``use_cache=True``
-(the default) each layer keeps the keys and values of the positions already decoded (the KV
-cache), so a step feeds only the newest token; every strategy, forcing and ablation
-(``ablation=``, ``model.parts_off.Ablation``) run on that one cached step, ``model/lean.py``'s
-``CachedDecoder`` (the same weights, nothing recorded). With ``use_cache=False`` every step re-runs
-the written-out decoder over the whole prefix; both give the same tokens, which the tests check.
+The encoder runs once; the decoder then produces one token per step. Every strategy, forcing,
+parts switched off (``ablation=``, ``model.parts_off.Ablation``), the /kv-cache race and the
+training timeline decode here, through one :class:`Decoder`, which runs the layers of
+``model/transformer.py``. With ``use_cache=True`` (the default) each layer keeps the keys and
+values of the positions already decoded (the KV cache, ``model/kv.py``), so a step feeds only the
+newest token; with ``use_cache=False`` every step re-runs the decoder over the whole prefix. Both
+give the same tokens, which the tests check.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 
 import torch
 from torch import Tensor
 
-from model.lean import CachedDecoder
+from model.kv import KVCache, LayerCache
 from model.parts_off import Ablation
 from model.tokenizer import MAX_TARGET_TOKENS
 from model.transformer import (
@@ -106,40 +107,52 @@ def filter_distribution(
     return probs
 
 
-class UncachedDecoder:
-    """Feeds the decoder its whole prefix at every step, without a KV cache: the written-out
-    model (``Transformer.decode``), with ``ablation``'s parts switched off."""
+class Stopped(RuntimeError):
+    """Decoding stopped because its ``should_stop`` said so (the caller no longer wants the answer)."""
 
-    def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor,
-                 ablation: Ablation | None = None):
-        self.model = model
-        self.src_ids = src_ids
-        self.memory = memory
-        self.ablation = ablation
+
+class Decoder:
+    """Steps the decoder of ``model/transformer.py``: new tokens in, the next position's logits
+    out, <pad> and <bos> at -inf. With ``use_cache`` (the default) a step runs the layers over the
+    new positions only, reading the keys and values kept in a KV cache (``model/kv.py``); without,
+    every step runs them over the whole prefix again. The same layers either way, so both choose
+    the same tokens (the tests check). ``ablation`` switches parts off at every step.
+
+    ``should_stop``, if given, is called before every step; when it answers True the step raises
+    :class:`Stopped` instead of running (how a server stops a call nobody waits for any more)."""
+
+    def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, capacity: int,
+                 ablation: Ablation | None = None, use_cache: bool = True,
+                 should_stop: Callable[[], bool] | None = None):
+        self.model, self.src_ids, self.memory, self.ablation = model, src_ids, memory, ablation
+        self.should_stop = should_stop
+        self.cache = KVCache(model, src_ids, capacity) if use_cache else None
         self.prefix = torch.full((src_ids.size(0), 0), BOS_ID, dtype=torch.long)
+
+    @property
+    def caches(self) -> list[LayerCache]:
+        """Every layer's KV cache (views, not copies; the /kv-cache page reads them)."""
+        return [] if self.cache is None else self.cache.caches
 
     def step(self, new_ids: Tensor) -> Tensor:
         """Append ``new_ids`` (B,) and return the logits for the next position (B, V)."""
-        self.prefix = torch.cat([self.prefix, new_ids[:, None]], dim=1)
-        logits = self.model.decode(self.prefix, self.memory, self.src_ids, ablation=self.ablation)
+        if self.should_stop is not None and self.should_stop():
+            raise Stopped("decoding was asked to stop")
+        if self.cache is not None:
+            logits = self.model.decode(new_ids[:, None], self.memory, self.src_ids,
+                                       ablation=self.ablation, cache=self.cache)
+        else:
+            self.prefix = torch.cat([self.prefix, new_ids[:, None]], dim=1)
+            logits = self.model.decode(self.prefix, self.memory, self.src_ids, ablation=self.ablation)
         return mask_special(logits[:, -1])
 
     def reorder(self, indices: Tensor) -> None:
-        """Keep only the hypotheses at ``indices`` (beam search)."""
+        """Keep only the hypotheses at ``indices`` (beam search): rows may repeat or vanish."""
+        if self.cache is not None:
+            self.cache.reorder(indices)
+            return
         self.prefix = self.prefix[indices]
-        self.memory = self.memory[indices]
-        self.src_ids = self.src_ids[indices]
-
-
-def step_decoder(
-    model: Transformer, src_ids: Tensor, memory: Tensor, options: DecodingOptions,
-    ablation: Ablation | None = None,
-) -> CachedDecoder | UncachedDecoder:
-    """The decoder that ``generate`` steps: the cached step (``model/lean.py``), or the written-out
-    decoder re-run over the whole prefix each step (``use_cache=False``)."""
-    if options.use_cache:
-        return CachedDecoder(model, src_ids, memory, capacity=options.max_len + 1, ablation=ablation)
-    return UncachedDecoder(model, src_ids, memory, ablation)
+        self.memory, self.src_ids = self.memory[indices], self.src_ids[indices]
 
 
 @torch.inference_mode()
@@ -150,18 +163,25 @@ def generate(
     forced_prefix: list[int] | None = None,
     memory: Tensor | None = None,
     ablation: Ablation | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    min_len: int = 0,
+    on_step: Callable[[Decoder], object] | None = None,
 ) -> DecodeResult:
     """Translate one source sentence (``src_ids`` of shape (1, S)). ``memory``, if given, is the
     encoder's output for ``src_ids`` (a caller that already ran the encoder passes it);
-    ``ablation`` switches parts of the model off in the encoder and at every step."""
+    ``ablation`` switches parts of the model off in the encoder and at every step;
+    ``should_stop`` is called before every step (:class:`Decoder`). Greedy and sampling only:
+    ``min_len`` keeps <eos> from being chosen before that many tokens, and ``on_step`` is called
+    with the decoder after every step (the /kv-cache race times the steps with it)."""
     if model.training:  # eval() walks every submodule: ~0.3 ms a call, for nothing when set
         model.eval()
     forced = list(forced_prefix or [])
     if memory is None:
         memory = model.encode(src_ids, ablation=ablation)
     if options.strategy == "beam":
-        return beam_search(model, src_ids, memory, options, forced, ablation)[0]
-    decoder = step_decoder(model, src_ids, memory, options, ablation)
+        return beam_search(model, src_ids, memory, options, forced, ablation, should_stop)[0]
+    decoder = Decoder(model, src_ids, memory, options.max_len + 1, ablation, options.use_cache,
+                      should_stop)
     generator = None
     if options.strategy == "sample":
         generator = torch.Generator().manual_seed(options.seed if options.seed is not None else 0)
@@ -169,6 +189,10 @@ def generate(
     scores: list[float] = []
     logits = decoder.step(torch.tensor([BOS_ID]))
     for position in range(options.max_len):
+        if on_step is not None:
+            on_step(decoder)
+        if position < min_len:
+            logits[:, EOS_ID] = float("-inf")
         log_probs = torch.log_softmax(logits[0], dim=-1)
         if position < len(forced):
             choice = forced[position]
@@ -253,6 +277,7 @@ class _Beam:
 def beam_search(
     model: Transformer, src_ids: Tensor, memory: Tensor, options: DecodingOptions,
     forced: list[int] | None = None, ablation: Ablation | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> list[DecodeResult]:
     """Beam search for every sentence of a padded batch (B, S), each with its own beam: the tree
     (``beam_nodes``), the ranked hypotheses and the best one's tokens, per sentence.
@@ -263,7 +288,8 @@ def beam_search(
     sentence's first steps.
     """
     beam, alpha, forced = options.beam_size, options.length_penalty, forced or []
-    decoder = step_decoder(model, src_ids, memory, options, ablation)
+    decoder = Decoder(model, src_ids, memory, options.max_len + 1, ablation, options.use_cache,
+                      should_stop)
     batch = src_ids.size(0)
     beams = [_Beam() for _ in range(batch)]
     owner = list(range(batch))  # the sentence of each decoder row; a sentence's rows are adjacent
@@ -327,7 +353,7 @@ def greedy_batch(model: Transformer, src_ids: Tensor, max_len: int = 64) -> list
     """Greedy decoding of a padded batch with the KV cache (used for dev/test evaluation)."""
     model.eval()
     memory = model.encode(src_ids)
-    decoder = CachedDecoder(model, src_ids, memory, capacity=max_len + 1)
+    decoder = Decoder(model, src_ids, memory, capacity=max_len + 1)
     batch = src_ids.size(0)
     outputs = torch.full((batch, 0), PAD_ID, dtype=torch.long)
     done = torch.zeros(batch, dtype=torch.bool)

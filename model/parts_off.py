@@ -1,7 +1,7 @@
 """Switching parts of the model off (ablation): an argument of one pass, never state on a module.
 
-``Transformer.encode`` and ``decode`` (``model/transformer.py``) and the cached decoder step
-(``model/lean.py``) take an ``ablation=``; each layer asks it what it computes differently
+``Transformer.encode`` and ``decode`` (``model/transformer.py``, with or without a KV cache)
+take an ``ablation=``; each layer asks it what it computes differently
 (:meth:`Ablation.layer`, a :class:`LayerOff` or None). ``model/explain/ablation.py`` builds them for
 the /ablation page.
 """

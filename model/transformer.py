@@ -6,6 +6,9 @@ input ids → token embedding × √d_model + sinusoidal positional encoding
                               → cross-attention → Add & Norm → FFN → Add & Norm)
           → linear to the Chinese vocabulary → softmax
 
+The only implementation of each layer: training runs it over the whole target prefix at once,
+decoding over the new positions with a KV cache passed in (``cache=``, ``model/kv.py``).
+
 Every attention call can write what it computed (Q, K, V, the raw, scaled and masked scores and
 the weights) into a ``record`` dict, and every layer can record its Add & Norm and feed-forward
 statistics, so a trace can show the real numbers without a second implementation. Each Add & Norm
@@ -21,15 +24,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from model.parts_off import Ablation, LayerOff
+
+if TYPE_CHECKING:
+    from model.kv import AttentionCache, KVCache
 
 PAD_ID, BOS_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 NEVER_GENERATED = (PAD_ID, BOS_ID)  # the model may never output padding or a second <bos>
@@ -72,11 +78,7 @@ class TransformerConfig:
         return cls(**json.loads(path.read_text(encoding="utf-8")))
 
 
-# ---------------------------------------------------------------------------------------------
-# Masks. Convention everywhere: True means "may attend", False means "blocked".
-# ---------------------------------------------------------------------------------------------
-
-
+# -- Masks. Convention everywhere: True means "may attend", False means "blocked". ------------
 def padding_mask(ids: Tensor) -> Tensor:
     """(B, S) ids → (B, 1, 1, S): every query may look at every non-padding key."""
     return (ids != PAD_ID)[:, None, None, :]
@@ -92,11 +94,7 @@ def decoder_self_mask(tgt_ids: Tensor) -> Tensor:
     return causal_mask(tgt_ids.size(1), tgt_ids.device) & padding_mask(tgt_ids)
 
 
-# ---------------------------------------------------------------------------------------------
-# Embeddings and positional encoding
-# ---------------------------------------------------------------------------------------------
-
-
+# -- Embeddings and positional encoding -------------------------------------------------------
 def sinusoidal_positions(max_positions: int, d_model: int, layout: str = "interleaved") -> Tensor:
     """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(pos / 10000^(2i/d)).
 
@@ -156,11 +154,7 @@ class Embedding(nn.Module):
         return self.dropout(summed)
 
 
-# ---------------------------------------------------------------------------------------------
-# Attention
-# ---------------------------------------------------------------------------------------------
-
-
+# -- Attention --------------------------------------------------------------------------------
 def scaled_dot_product_attention(
     q: Tensor,
     k: Tensor,
@@ -208,15 +202,21 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         record: dict | None = None,
         heads_off: tuple[Tensor, Tensor | float] | None = None,
+        cache: AttentionCache | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Attend from ``query`` to ``key_value``.
 
         ``heads_off`` = (keep (B or 1, H, 1, 1), fill): where keep is False, a head's output is
-        replaced by ``fill`` before W_O (an ablation; :class:`Ablation`).
+        replaced by ``fill`` before W_O (an ablation; :class:`Ablation`). ``cache`` (decoding)
+        gives the keys and values: those of the positions before plus ``key_value``'s
+        (self-attention), or the encoder output's, projected on the first step only (cross).
         """
         q = self.split_heads(self.w_q(query))  # (B, H, T, K)
-        k = self.split_heads(self.w_k(key_value))  # (B, H, S, K)
-        v = self.split_heads(self.w_v(key_value))
+
+        def project() -> tuple[Tensor, Tensor]:
+            return self.split_heads(self.w_k(key_value)), self.split_heads(self.w_v(key_value))
+
+        k, v = project() if cache is None else cache.keys_values(project)  # (B, H, S, K) each
         heads, weights = scaled_dot_product_attention(q, k, v, mask, record, self.dropout)  # (B, H, T, K)
         if heads_off is not None:
             keep, fill = heads_off
@@ -226,11 +226,7 @@ class MultiHeadAttention(nn.Module):
         return self.w_o(merged), weights
 
 
-# ---------------------------------------------------------------------------------------------
-# Add & Norm and the position-wise feed-forward network
-# ---------------------------------------------------------------------------------------------
-
-
+# -- Add & Norm and the position-wise feed-forward network ------------------------------------
 ACTIVATIONS = {"relu": torch.relu, "swish": F.silu, "silu": F.silu, "gelu": F.gelu}
 
 
@@ -270,11 +266,7 @@ class AddNorm(nn.Module):
         return normed
 
 
-# ---------------------------------------------------------------------------------------------
-# Encoder and decoder layers
-# ---------------------------------------------------------------------------------------------
-
-
+# -- Encoder and decoder layers ---------------------------------------------------------------
 class EncoderLayer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -312,24 +304,22 @@ class DecoderLayer(nn.Module):
         src_mask: Tensor | None,
         record: dict | None = None,
         off: LayerOff | None = None,
-        cached: Callable[[Tensor, LayerOff | None], Tensor] | None = None,
+        cache: tuple[AttentionCache, AttentionCache] | None = None,
     ) -> Tensor:
-        """The layer as drawn. ``cached`` is the KV-cached step of ``model/lean.py`` for this layer:
-        it computes the same three sublayers for the new positions ``y`` from the keys and values it
-        keeps (``memory`` and the masks are then its own). Decoding runs it through this call so
-        that what hangs on the layer (the server's cancellation hook) runs at every step."""
-        if cached is not None:
-            return cached(y, off)
+        """The layer as drawn. ``cache`` (decoding: ``y`` holds the new positions only) is this
+        layer's part of the KV cache, (self-attention, cross-attention)."""
+        own_cache, cross_cache = (None, None) if cache is None else cache
         r = _sub_records(
             record, "self_attention", "self_attention_add_norm", "cross_attention",
             "cross_attention_add_norm", "ffn", "ffn_add_norm",
         )
         attended, _ = self.self_attention(
-            y, y, tgt_mask, record=r[0], heads_off=_heads_off(off, "self_attention")
+            y, y, tgt_mask, record=r[0], heads_off=_heads_off(off, "self_attention"), cache=own_cache
         )
         y = self.add_norm1(y, _output(off, "self_attention", attended), r[1])
         crossed, _ = self.cross_attention(
             y, memory, src_mask, record=r[2], heads_off=_heads_off(off, "cross_attention"),
+            cache=cross_cache,
         )
         y = self.add_norm2(y, _output(off, "cross_attention", crossed), r[3])
         return self.add_norm3(y, _output(off, "ffn", self.ffn(y, r[4])), r[5])
@@ -349,11 +339,7 @@ def _output(off: LayerOff | None, sublayer: str, output: Tensor) -> Tensor:
     return output if off is None else off.output(sublayer, output)
 
 
-# ---------------------------------------------------------------------------------------------
-# The whole model
-# ---------------------------------------------------------------------------------------------
-
-
+# -- The whole model --------------------------------------------------------------------------
 class Transformer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -394,19 +380,28 @@ class Transformer(nn.Module):
         src_ids: Tensor,
         record: dict | None = None,
         ablation: Ablation | None = None,
+        cache: KVCache | None = None,
     ) -> Tensor:
         """Decoder stack → logits for every position of ``tgt_ids`` (B, T, V); ``ablation``
-        switches parts off for this pass. (Decoding one position at a time with a KV cache is
-        ``model/lean.py``'s ``CachedDecoder``, which runs these layers' cached step.)"""
-        src_mask = padding_mask(src_ids)
-        tgt_mask = decoder_self_mask(tgt_ids)
+        switches parts off for this pass.
+
+        With a ``cache`` (``model/kv.py``), ``tgt_ids`` are the positions after those already in
+        it: they attend to the cached keys and values as well as to their own, and the cache
+        keeps theirs for the next call (what decoding does, one position per step)."""
+        if cache is None:
+            src_mask, tgt_mask, offset = padding_mask(src_ids), decoder_self_mask(tgt_ids), 0
+        else:
+            src_mask, tgt_mask, offset = cache.src_mask, cache.self_mask(tgt_ids.size(1)), cache.length
         y = self.tgt_embedding(
-            tgt_ids, record=_layer_record(record, "embedding"),
+            tgt_ids, offset, record=_layer_record(record, "embedding"),
             positions=ablation is None or "decoder" not in ablation.positions,
         )
         for index, layer in enumerate(self.decoder_layers):
             off = None if ablation is None else ablation.layer("decoder", index, self.config.n_heads)
-            y = layer(y, memory, tgt_mask, src_mask, record=_layer_record(record, "layers", index), off=off)
+            y = layer(y, memory, tgt_mask, src_mask, record=_layer_record(record, "layers", index),
+                      off=off, cache=None if cache is None else cache.layer(index))
+        if cache is not None:
+            cache.advance(tgt_ids.size(1))
         logits = self.output(y)
         if record is not None:
             record["final"] = y

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
 
-from model.adapters.ct2 import Drafter
 from model.decoding import (
     DecodeResult,
     DecodingOptions,
@@ -39,7 +38,6 @@ from model.explain.trace import (
     entropy_per_row,
     shown_hypotheses,
 )
-from model.lean import CachedDecoder
 from model.tokenizer import MAX_SOURCE_TOKENS, ChineseTokenizer, EnglishTokenizer
 from model.transformer import (
     BOS_ID,
@@ -52,7 +50,6 @@ from model.transformer import (
 
 DEFAULT_CHECKPOINT = Path(__file__).parent / "checkpoints"
 CHECKPOINT_FILES = ("weights.safetensors", "config.json", "tokenizer_en.json", "vocab_zh.json")
-DRAFT_ROUNDS = 3  # replays of a corrected draft before greedy decoding proper takes over
 
 
 def set_threads(threads: int) -> None:
@@ -124,9 +121,6 @@ class Translator:
         path: Path | None = None,
     ):
         self.model = model.eval()
-        self._drafter: Drafter | None = None  # built on first greedy decode (see ``drafter``)
-        self._drafter_tried = False
-        self._drafter_lock = threading.Lock()
         self.english = english
         self.chinese = chinese
         self.history = history or {}
@@ -210,14 +204,15 @@ class Translator:
     # -- translation and tracing -----------------------------------------------------------
 
     @torch.inference_mode()
-    def translate(self, text: str, options: DecodingOptions | None = None) -> Translation:
+    def translate(self, text: str, options: DecodingOptions | None = None,
+                  should_stop: Callable[[], bool] | None = None) -> Translation:
         """The translation and its per-step probabilities: ``trace`` without the recording (the
         same passes through the same model, so the same numbers)."""
         options = options or DecodingOptions()
         src_list = self.source_ids(text)
         src = torch.tensor([src_list])
         memory = self.model.encode(src)
-        result, logits, _ = self._decode_and_replay(src_list, src, memory, options, [], record=False)
+        result, logits, _ = self._decode_and_replay(src, memory, options, [], False, should_stop)
         _, labels = _replay_positions(result)
         return Translation(
             text, self.chinese.decode(result.tokens), self.source_tokens(src_list),
@@ -231,8 +226,10 @@ class Translator:
         text: str,
         options: DecodingOptions | None = None,
         forced_prefix: list[str] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> Trace:
-        """Translate once and record everything the pages show."""
+        """Translate once and record everything the pages show (``should_stop``: called before
+        every decoding step, it stops the call by raising ``model.decoding.Stopped``)."""
         options = options or DecodingOptions()
         started = time.perf_counter()
         src_list = self.source_ids(text)
@@ -243,7 +240,7 @@ class Translator:
         encoder_record: dict = {}
         memory = self.model.encode(src, record=encoder_record)  # once: decoding reuses it
         result, logits, decoder_record = self._decode_and_replay(
-            src_list, src, memory, options, forced, record=True
+            src, memory, options, forced, True, should_stop
         )
         output = result.tokens
         decoder_ids, labels = _replay_positions(result)
@@ -279,76 +276,24 @@ class Translator:
         )
 
     def _decode_and_replay(
-        self, src_list: list[int], src: torch.Tensor, memory: torch.Tensor,
-        options: DecodingOptions, forced: list[int], record: bool,
+        self, src: torch.Tensor, memory: torch.Tensor, options: DecodingOptions,
+        forced: list[int], record: bool, should_stop: Callable[[], bool] | None = None,
     ) -> tuple[DecodeResult, torch.Tensor, dict]:
-        """Decode, then replay the chosen tokens teacher-forced, recorded (``_replay``):
-        the result, the replay's logits (T, V) with <pad>/<bos> masked, and what it recorded.
+        """Decode (``model/decoding.py``), then replay the chosen tokens teacher-forced through
+        the same layers in one pass, recording: the result, the replay's logits (T, V) with
+        <pad>/<bos> masked, and what it recorded.
 
-        Greedy decoding has a shortcut. Its tokens are by definition the ones the replay picks
-        (the most likely token at every position, each position seeing only the tokens before it),
-        so a guess can be checked by the replay the trace runs anyway: a fast int8 copy of the
-        model in CTranslate2 (``model/adapters/ct2.py``) proposes the translation, the replay scores it,
-        and every token up to the first position where our model prefers another one is kept. From
-        there the draft is corrected with our model's choice and continued (by a float32 copy,
-        which nearly always agrees with our model to the end), and replayed again. What is
-        returned is always a replay whose every token our model chose, so each number shown comes
-        from our model, not from the draft. After ``DRAFT_ROUNDS`` replays, or with no
-        CTranslate2, decoding runs step by step as for every other strategy.
-        """
-        plain_greedy = options.strategy == "greedy" and options.use_cache and EOS_ID not in forced
-        drafter = self.drafter() if plain_greedy else None
-        tokens = drafter.propose(src_list, forced, options.max_len) if drafter else None
-        for attempt in range(1, DRAFT_ROUNDS + 1 if drafter else 0):
-            if tokens is None:
-                break
-            result = DecodeResult(tokens, finished=len(tokens) < options.max_len)
-            logits, decoder_record = self._replay(result, memory, src, record)
-            _, labels = _replay_positions(result)
-            chosen = logits[: len(labels)].argmax(dim=-1).tolist()
-            wrong = next((p for p in range(len(forced), len(labels)) if chosen[p] != labels[p]), None)
-            if wrong is None:
-                return result, logits, decoder_record
-            tokens = tokens[:wrong] + [chosen[wrong]]  # our model's token where the draft erred
-            if chosen[wrong] == EOS_ID:
-                tokens.pop()  # ends here: replaying it needs no further draft
-            elif len(tokens) < options.max_len:
-                tokens = drafter.propose(src_list, tokens, options.max_len, attempt=attempt)
-        result = generate(self.model, src, options, forced_prefix=forced, memory=memory)
-        logits, decoder_record = self._replay(result, memory, src, record)
-        return result, logits, decoder_record
-
-    def _replay(
-        self, result: DecodeResult, memory: torch.Tensor, src: torch.Tensor, record: bool
-    ) -> tuple[torch.Tensor, dict]:
-        """The decoder teacher-forced on ``result``'s tokens: masked logits (T, V) and its record.
-
-        One step of the cached decoder feeds every position at once, recording, so that it computes
-        each number as ``Transformer.decode`` writes it out (``model/lean.py``); without ``record``
-        the record is dropped, not skipped, so ``translate`` shows the trace's numbers."""
+        The decoder is causal, so position t of the replay computes what decoding step t computed
+        (the same layers on the same inputs; only the last bits of a sum can differ, as one
+        product over T rows is not T products over one): its attention rows, Add & Norm vectors
+        and probabilities are decoding's own, and its most likely token is the one a greedy step
+        chose (``tests/model/test_translator.py`` holds the two to each other)."""
+        result = generate(self.model, src, options, forced_prefix=forced, memory=memory,
+                          should_stop=should_stop)
         decoder_ids, _ = _replay_positions(result)
-        decoder_record: dict = {}
-        decoder = CachedDecoder(self.model, src, memory, capacity=len(decoder_ids))
-        logits = decoder.step(torch.tensor([decoder_ids]), record=decoder_record)
-        return logits[0], decoder_record if record else {}
-
-    def drafter(self) -> Drafter | None:
-        """The CTranslate2 drafter for greedy decoding, built on first use (under a second); None
-        when CTranslate2 is missing or ``set_drafter(None)`` turned drafting off. It is built from
-        the weights as they are then: a model changed later gets worse drafts, never wrong tokens
-        (each one is checked)."""
-        if not self._drafter_tried:
-            with self._drafter_lock:
-                if not self._drafter_tried:
-                    self._drafter = Drafter.create(self)
-                    self._drafter_tried = True
-        return self._drafter
-
-    def set_drafter(self, drafter: Drafter | None) -> None:
-        """Draft greedy translations with ``drafter`` from now on (anything with ``Drafter``'s
-        ``propose``); None decodes every greedy step with our model, as other strategies do."""
-        with self._drafter_lock:
-            self._drafter, self._drafter_tried = drafter, True
+        decoder_record: dict | None = {} if record else None
+        logits = self.model.decode(torch.tensor([decoder_ids]), memory, src, record=decoder_record)
+        return result, mask_special(logits[0]), decoder_record or {}
 
     def _steps(
         self, logits: torch.Tensor, labels: list[int], options: DecodingOptions, n_forced: int

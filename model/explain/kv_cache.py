@@ -8,8 +8,8 @@ import time
 import numpy as np
 import torch
 
-from model.lean import CachedDecoder
-from model.transformer import BOS_ID, EOS_ID
+from model.decoding import DecodingOptions, generate
+from model.transformer import BOS_ID
 
 KV_DIMS = 8  # dimensions of each cached K/V row the page shows
 
@@ -41,44 +41,46 @@ def kv_rows(translator, text: str, race: dict, layer: int = 0, head: int = 0,
 
 
 @torch.inference_mode()
-def race(translator, text: str, steps: int) -> dict:
+def race(translator, text: str, steps: int, should_stop=None) -> dict:
     """The /kv-cache race: ``steps`` tokens generated greedily with and without the KV cache,
     every step timed.
 
-    <eos> is suppressed so both runs do exactly ``steps`` steps however short the translation.
-    Both runs are the decoder translation uses (``CachedDecoder``): the cached run feeds one new
-    position per step into its preallocated cache; the uncached run feeds the whole prefix
-    each step, recomputing every key and value. Only the cache differs. ``cache`` is what
-    the cached run's KV cache holds at the end, layer by layer (tensors, for the page to read).
+    <eos> is kept from being chosen, so both runs do exactly ``steps`` steps however short the
+    translation. Both runs are ``model.decoding.generate``, the decoding every page uses: the
+    cached run feeds one new position per step and keeps its keys and values; the uncached run
+    feeds the whole prefix each step, recomputing every key and value. Only the cache differs.
+    ``cache`` is what the cached run's KV cache holds at the end, layer by layer (tensors, for the
+    page to read).
     """
     src = torch.tensor([translator.source_ids(text)])
     memory = translator.model.encode(src)
     runs = {}
     for use_cache in (True, False):
-        decoder = CachedDecoder(translator.model, src, memory, capacity=steps)
-        cross_keys = [cache.cross_keys for cache in decoder.caches]
-        prefix = [BOS_ID]
-        step_ms, positions = [], []
-        for _ in range(steps):
-            started = time.perf_counter()
-            if use_cache:
-                last = decoder.step(torch.tensor([prefix[-1]]))[0]
-                positions.append(1)
-            else:
-                last = decoder.step_without_cache(torch.tensor([prefix]))[0]
-                positions.append(len(prefix))
-            last[EOS_ID] = float("-inf")
-            prefix.append(int(last.argmax()))
-            step_ms.append((time.perf_counter() - started) * 1000)
+        options = DecodingOptions(max_len=steps, use_cache=use_cache)
+        step_ms: list[float] = []
+        seen: dict = {}
+
+        def timed(decoder, step_ms=step_ms, seen=seen) -> None:  # called after every step
+            now = time.perf_counter()
+            step_ms.append((now - seen["last"]) * 1000)
+            seen["last"], seen["decoder"] = now, decoder
+            if "cross" not in seen:  # the cross-attention's keys after the first step
+                seen["cross"] = [cache.cross_keys for cache in decoder.caches]
+
+        seen["last"] = time.perf_counter()
+        result = generate(translator.model, src, options, memory=memory, min_len=steps,
+                          on_step=timed, should_stop=should_stop)
+        tokens = result.tokens
         runs["cached" if use_cache else "uncached"] = {
-            "tokens": prefix[1:], "step_ms": step_ms, "positions": positions,
+            "tokens": tokens, "step_ms": step_ms,
+            "positions": [1 if use_cache else n + 1 for n in range(steps)],
         }
         if use_cache:  # what the cache holds at the end: the page reads it, not a rerun
             runs["cached"]["cache"] = [
                 {"k": cache.keys[:, :, :steps], "v": cache.values[:, :, :steps],
                  "cross_k": cache.cross_keys, "cross_v": cache.cross_values,
                  "cross_reused": cache.cross_keys is first}
-                for cache, first in zip(decoder.caches, cross_keys, strict=True)
+                for cache, first in zip(seen["decoder"].caches, seen["cross"], strict=True)
             ]
     cached, uncached = runs["cached"], runs["uncached"]
     return {

@@ -30,7 +30,6 @@ from torch import Tensor
 
 from model.decoding import mask_special
 from model.explain.trace import SAMPLE_DIMS, _round, add_norm_stats, embedding_data, ffn_stats, heads
-from model.lean import CachedDecoder
 from model.transformer import Transformer
 
 if TYPE_CHECKING:
@@ -116,14 +115,13 @@ class RecordedPass:
             grad: bool = False) -> RecordedPass:
         """Encode ``source_ids`` and decode ``decoder_ids`` teacher-forced, recording everything
         (with ``grad``, inside autograd, so gradients can be taken at any recorded tensor): the
-        decoder as a trace replays it, one step of the cached decoder fed every position."""
+        decoder as a trace replays it, every position in one pass."""
         encoder: dict = {}
         decoder: dict = {}
         with torch.enable_grad() if grad else torch.inference_mode():
             src = torch.tensor([source_ids])
             memory = model.encode(src, record=encoder)
-            CachedDecoder(model, src, memory, capacity=len(decoder_ids)).step(
-                torch.tensor([decoder_ids]), record=decoder)
+            model.decode(torch.tensor([decoder_ids]), memory, src, record=decoder)
         return cls(encoder, decoder)
 
     def _side(self, side: Side) -> dict:

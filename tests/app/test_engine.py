@@ -360,7 +360,7 @@ def test_an_answered_call_leaves_nothing_for_the_cycle_collector(tiny_translator
             engine.run(fails)
         gc.collect()
         kept = {type(o).__name__ for o in gc.garbage} & {
-            "Job", "Future", "Claim", "Trace", "RecordedPass", "CachedDecoder", "ValueError"}
+            "Job", "Future", "Claim", "Trace", "RecordedPass", "Decoder", "KVCache", "ValueError"}
     finally:
         gc.set_debug(0)
         gc.garbage.clear()

@@ -1,6 +1,6 @@
-"""The model tests hold the decoders, the drafter and the exports to one another on a tiny
-*random* model: its translations run to max_len, so every comparison covers long outputs and a
-drafter that is often wrong. (The app and browser tests serve the tiny model that has learned
+"""The model tests hold the decoders (with and without the KV cache) and the exports to one
+another on a tiny *random* model: its translations run to max_len, so every comparison covers
+long outputs. (The app and browser tests serve the tiny model that has learned
 TINY_PAIRS, whose translations end after a few tokens: tests/conftest.py.)"""
 
 from __future__ import annotations

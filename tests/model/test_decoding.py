@@ -5,6 +5,7 @@ import torch
 
 from model.decoding import (
     LENGTH_PENALTY,
+    Decoder,
     DecodingOptions,
     filter_distribution,
     generate,
@@ -12,7 +13,6 @@ from model.decoding import (
     mask_special,
     rank_hypotheses,
 )
-from model.lean import CachedDecoder
 from model.transformer import BOS_ID, Transformer, TransformerConfig
 
 CONFIG = TransformerConfig(
@@ -34,7 +34,7 @@ SOURCES = [torch.tensor([[5, 9, 12, 7, 2]]), torch.tensor([[11, 4, 2]]), torch.t
 def test_kv_cache_matches_full_recomputation(model, src):
     with torch.inference_mode():
         memory = model.encode(src)
-        decoder = CachedDecoder(model, src, memory, capacity=12)
+        decoder = Decoder(model, src, memory, capacity=12)
         prefix = [BOS_ID]
         for _ in range(12):
             cached = decoder.step(torch.tensor([prefix[-1]]))[0]

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from model.decoding import DecodingOptions, generate, mask_special
+from model.kv import KVCache
 from model.transformer import BOS_ID
 from model.translator import CheckpointError, InputError, Translator
 
@@ -59,8 +60,9 @@ STRATEGIES = [
 @pytest.mark.parametrize("options", STRATEGIES, ids=["greedy", "beam", "sample-top-k", "sample-top-p"])
 def test_trace_rows_equal_the_step_by_step_decoder(tiny_translator, options):
     """For every strategy, the trace records the tokens decoding chose (an independent call to
-    ``generate`` with the same options), and its probabilities and decoder attention equal what
-    the written-out decoder computes at each position, fed the prefix up to it."""
+    ``generate`` with the same options), and every number it shows of the decoder (each step's
+    probabilities and candidates, attention rows, Add & Norm sizes) is, to its shown digits, what
+    decoding computed at that step: the KV-cached decoder fed one token at a time, recorded."""
     trace = tiny_translator.trace(TEXT, options)
     model = tiny_translator.model
     src = torch.tensor([trace.source_ids])
@@ -76,21 +78,29 @@ def test_trace_rows_equal_the_step_by_step_decoder(tiny_translator, options):
             assert step.token not in allowed or allowed[step.token] > 0
     with torch.inference_mode():
         memory = model.encode(src)
-        ids = [BOS_ID, *trace.target_ids]
-        for t in range(len(trace.decoder_input)):
-            record = {}  # position t of the written-out decoder, fed the prefix up to t
-            logits = model.decode(torch.tensor([ids[: t + 1]]), memory, src, record=record)
+        cache = KVCache(model, src, capacity=len(trace.decoder_input))
+        for t, token in enumerate(trace.decoder_ids):
+            record = {}  # decoding's step t: one new position, the cache holding the ones before
+            logits = model.decode(torch.tensor([[token]]), memory, src, record=record, cache=cache)
             probs = torch.softmax(mask_special(logits[0, -1]), -1)
-            assert abs(float(probs[trace.steps[t].id]) - trace.steps[t].prob) < 1e-5
+            step = trace.steps[t]
+            assert abs(float(probs[step.id]) - step.prob) < 2e-6
+            top = torch.topk(probs, len(step.top))
+            assert top.indices.tolist() == [candidate.id for candidate in step.top]
+            if options.strategy == "greedy":
+                assert int(probs.argmax()) == step.id  # the replay's choice is the step's own
             for layer, recorded in enumerate(record["layers"]):
-                row = recorded["self_attention"]["weights"][0, :, t].tolist()
+                shown = trace.decoder[layer]
+                row = recorded["self_attention"]["weights"][0, :, 0].tolist()
                 for head in range(len(row)):
-                    expected = trace.decoder[layer]["self_attention"][head][t][: t + 1]
-                    assert row[head] == pytest.approx(expected, abs=1e-4)
-                cross = recorded["cross_attention"]["weights"][0, :, t].tolist()
+                    assert row[head] == pytest.approx(shown["self_attention"][head][t][: t + 1],
+                                                      abs=2e-5)
+                cross = recorded["cross_attention"]["weights"][0, :, 0].tolist()
                 for head in range(len(cross)):
-                    expected = trace.decoder[layer]["cross_attention"][head][t]
-                    assert cross[head] == pytest.approx(expected, abs=1e-4)
+                    assert cross[head] == pytest.approx(shown["cross_attention"][head][t], abs=2e-5)
+                normed = recorded["ffn_add_norm"]["normed"][0, 0]
+                assert float(normed.norm()) == pytest.approx(shown["add_norm3"]["normed_norm"][t],
+                                                             abs=2e-3)
 
 
 def test_forced_prefix(tiny_translator):

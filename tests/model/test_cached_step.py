@@ -1,9 +1,11 @@
-"""The cached decode step (model/lean.py) against the written-out model it stands in for.
+"""Decoding with the KV cache (model/kv.py) against decoding without it.
 
-Decoding runs on ``CachedDecoder``; the pages show the written-out model's numbers. These tests pin
-that the two agree: the same logits to 1e-5 at every step (with parts switched off too), the same
-tokens under every strategy on the shipped checkpoint, and a rebuilt weight layout once training
-changes a parameter. And that the step uses PyTorch's public API only.
+Both run the one implementation of the layers (``model/transformer.py``): with the cache a step
+feeds the new position only, without it the whole prefix. These tests pin that the two agree: the
+same logits to 1e-5 at every step (with parts switched off too), the same tokens under every
+strategy on the shipped checkpoint, a whole prefix fed to an empty cache recording exactly what the
+uncached pass records, and ``should_stop`` stopping decoding before the next step. And that the
+model uses PyTorch's public API only.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import torch
 
 from bench.common import sentences
 from model import decoding
-from model.decoding import DecodingOptions, UncachedDecoder, generate, greedy_batch
-from model.lean import CachedDecoder
+from model.decoding import Decoder, DecodingOptions, Stopped, generate, greedy_batch
+from model.kv import KVCache
 from model.parts_off import Ablation
 from model.transformer import BOS_ID, PAD_ID, Transformer, TransformerConfig
 
@@ -38,7 +40,7 @@ def model(request):
 
 
 def written_out_generate(model, src, options, **kwargs):
-    """``generate`` on the written-out decoder, re-run over the whole prefix at every step."""
+    """``generate`` without the KV cache: the decoder re-run over the whole prefix at every step."""
     return generate(model, src, replace(options, use_cache=False), **kwargs)
 
 
@@ -47,15 +49,15 @@ def test_every_step_gives_the_written_out_logits(model, source):
     src = torch.tensor([source])
     with torch.inference_mode():
         memory = model.encode(src)
-        lean = CachedDecoder(model, src, memory, capacity=16)
-        written = UncachedDecoder(model, src, memory)
+        with_cache = Decoder(model, src, memory, capacity=16)
+        written = Decoder(model, src, memory, capacity=16, use_cache=False)
         token = torch.tensor([BOS_ID])
         for _ in range(16):
             expected = written.step(token)
-            torch.testing.assert_close(lean.step(token), expected, atol=1e-5, rtol=0)
+            torch.testing.assert_close(with_cache.step(token), expected, atol=1e-5, rtol=0)
             token = expected.argmax(-1)
         with pytest.raises(ValueError, match="holds 16 positions"):
-            lean.step(token)
+            with_cache.step(token)
 
 
 def test_beam_reorder_keeps_each_rows_cache(model):
@@ -63,14 +65,14 @@ def test_beam_reorder_keeps_each_rows_cache(model):
     src = torch.tensor([[5, 9, 12, 7, 2]])
     with torch.inference_mode():
         memory = model.encode(src)
-        lean = CachedDecoder(model, src, memory, capacity=8)
-        written = UncachedDecoder(model, src, memory)
-        for decoder in (lean, written):
+        with_cache = Decoder(model, src, memory, capacity=8)
+        written = Decoder(model, src, memory, capacity=8, use_cache=False)
+        for decoder in (with_cache, written):
             decoder.step(torch.tensor([BOS_ID]))
             decoder.reorder(torch.tensor([0, 0, 0]))
             decoder.step(torch.tensor([4, 7, 9]))
             decoder.reorder(torch.tensor([2, 0]))
-        torch.testing.assert_close(lean.step(torch.tensor([5, 6])),
+        torch.testing.assert_close(with_cache.step(torch.tensor([5, 6])),
                                    written.step(torch.tensor([5, 6])), atol=1e-5, rtol=0)
 
 
@@ -82,21 +84,6 @@ def test_padded_batch_matches_one_sentence_at_a_time(model):
     assert greedy_batch(model, batch, max_len=10) == alone
 
 
-def test_weights_follow_a_training_update(model):
-    """The rearranged weights are cached per model; an in-place update must not leave them stale."""
-    src = torch.tensor([[5, 9, 12, 7, 2]])
-    with torch.inference_mode():
-        memory = model.encode(src)
-        before = CachedDecoder(model, src, memory, capacity=4).step(torch.tensor([BOS_ID]))
-    with torch.no_grad():
-        model.decoder_layers[0].ffn.linear1.weight.mul_(1.5)  # what an optimizer step does: in place
-    with torch.inference_mode():
-        after = CachedDecoder(model, src, memory, capacity=4).step(torch.tensor([BOS_ID]))
-        expected = UncachedDecoder(model, src, memory).step(torch.tensor([BOS_ID]))
-    assert not torch.allclose(before, after)
-    torch.testing.assert_close(after, expected, atol=1e-5, rtol=0)
-
-
 @pytest.mark.parametrize("options", [
     DecodingOptions(),
     DecodingOptions(strategy="beam", beam_size=4),
@@ -104,60 +91,53 @@ def test_weights_follow_a_training_update(model):
     DecodingOptions(strategy="sample", top_p=0.9, top_k=40, seed=1),
 ], ids=["greedy", "beam4", "sample-t1.3", "sample-top-p"])
 def test_shipped_checkpoint_chooses_the_same_tokens(shipped_translator, options):
-    """On real sentences, the lean step picks exactly the tokens the written-out decoder picks, and
+    """On real sentences, decoding with the cache picks exactly the tokens decoding without it picks, and
     the log-probabilities of the chosen tokens agree to 1e-4."""
     model = shipped_translator.model
     for text in sentences(10, 8, offset=300) + sentences(20, 2, offset=9):
         src = torch.tensor([shipped_translator.source_ids(text)])
-        lean = generate(model, src, options)
+        with_cache = generate(model, src, options)
         written = written_out_generate(model, src, options)
-        assert lean.tokens == written.tokens, text
-        assert lean.scores == pytest.approx(written.scores, abs=1e-4)
+        assert with_cache.tokens == written.tokens, text
+        assert with_cache.scores == pytest.approx(written.scores, abs=1e-4)
 
 
-def test_step_without_cache_recomputes_the_same_logits(model):
-    """The /kv-cache race's uncached run: the whole prefix each step, the same logits as the cache."""
+def test_a_cached_step_gives_the_whole_prefix_logits(model):
+    """The /kv-cache race's two runs: the cache's next-position logits are the whole prefix's."""
     src = torch.tensor([[5, 9, 12, 7, 2]])
     with torch.inference_mode():
         memory = model.encode(src)
-        lean = CachedDecoder(model, src, memory, capacity=10)
+        with_cache = Decoder(model, src, memory, capacity=10)
         prefix = [BOS_ID]
         for _ in range(10):
-            cached = lean.step(torch.tensor([prefix[-1]]))
-            torch.testing.assert_close(lean.step_without_cache(torch.tensor([prefix])), cached,
-                                       atol=1e-5, rtol=0)
+            cached = with_cache.step(torch.tensor([prefix[-1]]))
             full = model.decode(torch.tensor([prefix]), memory, src)[:, -1]
             torch.testing.assert_close(cached, decoding.mask_special(full), atol=1e-5, rtol=0)
             prefix.append(int(cached.argmax()))
 
 
-def test_every_step_passes_the_decoder_layers_hooks(model):
-    """The server cancels a request from a forward pre-hook on each layer; the cached step runs
-    through each layer's module call, once per layer per step, or decoding would run on unstoppable."""
-    calls = []
-    handles = [layer.register_forward_pre_hook(lambda module, args: calls.append(module))
-               for layer in model.decoder_layers]
+@pytest.mark.parametrize("options", [DecodingOptions(max_len=10),
+                                     DecodingOptions(strategy="beam", max_len=10),
+                                     DecodingOptions(max_len=10, use_cache=False)],
+                         ids=["greedy", "beam", "uncached"])
+def test_should_stop_stops_before_the_next_step(model, options):
+    """Decoding asks ``should_stop`` before every step; once it answers True no layer runs again
+    and ``Stopped`` is raised (how the server stops a request nobody waits for)."""
     src = torch.tensor([[5, 9, 12, 7, 2]])
+    asked, ran = [], []
+    handle = model.decoder_layers[0].register_forward_pre_hook(lambda module, args: ran.append(1))
     try:
-        with torch.inference_mode():
-            memory = model.encode(src)
-            lean = CachedDecoder(model, src, memory, capacity=6)
-            for steps in range(1, 4):
-                lean.step(torch.tensor([BOS_ID]))
-                assert calls == list(model.decoder_layers) * steps
-            calls.clear()
-            lean.step_without_cache(torch.tensor([[BOS_ID, 4, 7]]))
-            assert calls == list(model.decoder_layers)
+        def should_stop() -> bool:
+            asked.append(len(ran))
+            return len(asked) == 4
 
-        def stop(module, args):
-            raise RuntimeError("cancelled")
-
-        handles.append(model.decoder_layers[0].register_forward_pre_hook(stop))
-        with pytest.raises(RuntimeError, match="cancelled"):
-            generate(model, src, DecodingOptions(max_len=10))
+        with pytest.raises(Stopped):
+            generate(model, src, options, should_stop=should_stop)
     finally:
-        for handle in handles:
-            handle.remove()
+        handle.remove()
+    assert len(asked) == 4 and len(ran) == 3  # three steps ran, the fourth was never started
+    assert generate(model, src, options, should_stop=lambda: False).tokens == generate(
+        model, src, options).tokens
 
 
 ABLATIONS = [
@@ -171,18 +151,17 @@ ABLATIONS = [
 
 @pytest.mark.parametrize("ablation", ABLATIONS, ids=["heads", "sublayers", "positions", "mean"])
 def test_parts_switched_off_give_the_written_out_logits(model, ablation):
-    """Ablation runs on the same cached step: heads, sublayers and positions off, at every step,
-    cached and uncached, as the written-out ``Transformer.decode`` computes them."""
+    """Ablation runs on the same decoder: heads, sublayers and positions off, at every step,
+    cached as uncached ``Transformer.decode`` computes them."""
     src = torch.tensor([[5, 9, 12, 7, 2]])
     with torch.inference_mode():
         memory = model.encode(src, ablation=ablation)
-        lean = CachedDecoder(model, src, memory, capacity=10, ablation=ablation)
-        written = UncachedDecoder(model, src, memory, ablation)
+        with_cache = Decoder(model, src, memory, capacity=10, ablation=ablation)
+        written = Decoder(model, src, memory, capacity=10, ablation=ablation, use_cache=False)
         prefix = [BOS_ID]
         for _ in range(10):
             expected = written.step(torch.tensor([prefix[-1]]))
-            torch.testing.assert_close(lean.step(torch.tensor([prefix[-1]])), expected, atol=1e-5, rtol=0)
-            torch.testing.assert_close(lean.step_without_cache(torch.tensor([prefix])), expected,
+            torch.testing.assert_close(with_cache.step(torch.tensor([prefix[-1]])), expected,
                                        atol=1e-5, rtol=0)
             prefix.append(int(expected.argmax()))
     for options in (DecodingOptions(max_len=10), DecodingOptions(strategy="beam", max_len=10)):
@@ -201,19 +180,20 @@ def _flat(record, name=""):
 
 @pytest.mark.parametrize("ablation", [None, *ABLATIONS],
                          ids=["plain", "heads", "sublayers", "positions", "mean"])
-def test_a_recorded_step_records_what_the_written_out_decoder_records(model, ablation):
-    """The trace's replay runs on the cached step: fed a whole translation at once with
-    ``record=``, it records every tensor ``Transformer.decode(record=)`` records, in the same layout,
-    equal to the last bit (not close), and returns the same logits, <pad> and <bos> masked."""
+def test_a_recorded_cached_pass_records_what_the_uncached_pass_records(model, ablation):
+    """One code path: a whole translation fed to an empty cache with ``record=`` records every
+    tensor the uncached ``Transformer.decode(record=)`` records, in the same layout, equal to the
+    last bit (not close), with the same logits."""
     src = torch.tensor([[5, 9, 12, 7, 2]])
     ids = torch.tensor([[BOS_ID, 4, 7, 9, 11, 6, 3]])
     with torch.inference_mode():
         memory = model.encode(src, ablation=ablation)
         expected: dict = {}
-        logits = decoding.mask_special(model.decode(ids, memory, src, record=expected, ablation=ablation))
+        logits = model.decode(ids, memory, src, record=expected, ablation=ablation)
         recorded: dict = {}
-        lean = CachedDecoder(model, src, memory, capacity=ids.size(1), ablation=ablation)
-        assert torch.equal(lean.step(ids, record=recorded), logits)
+        with_cache = KVCache(model, src, capacity=ids.size(1))
+        assert torch.equal(model.decode(ids, memory, src, record=recorded, ablation=ablation,
+                                        cache=with_cache), logits)
     expected, recorded = _flat(expected), _flat(recorded)
     assert list(recorded) == list(expected)
     for path, tensor in expected.items():
@@ -221,10 +201,12 @@ def test_a_recorded_step_records_what_the_written_out_decoder_records(model, abl
         assert torch.equal(recorded[path], tensor), path
     # and it filled the cache as stepping one position at a time does
     with torch.inference_mode():
-        stepped = CachedDecoder(model, src, memory, capacity=ids.size(1), ablation=ablation)
+        stepped = KVCache(model, src, capacity=ids.size(1))
         for position in range(ids.size(1)):
-            stepped.step(ids[:, position])
-        torch.testing.assert_close(stepped.kv, lean.kv, atol=1e-5, rtol=0)
+            model.decode(ids[:, position : position + 1], memory, src, ablation=ablation, cache=stepped)
+        torch.testing.assert_close(stepped.kv, with_cache.kv, atol=1e-5, rtol=0)
+        with pytest.raises(ValueError, match="holds 7 positions"):
+            model.decode(ids[:, :1], memory, src, cache=stepped)
 
 
 def test_no_private_pytorch_api():

@@ -1,17 +1,12 @@
-"""The same weights in CTranslate2: the yardstick ``bench.engine`` times us against, and a fast
-drafter whose proposals the traced translation checks with our own model.
+"""The same weights in CTranslate2: the yardstick ``bench.engine`` times us against (bench only:
+CTranslate2 is in the dev lock, not the runtime one, and nothing the app runs imports it).
 
 ``ctranslate2_spec`` lays our tensors out as a CTranslate2 post-norm Transformer (same weights,
-same vocabularies); ``convert`` writes it to a folder. ``Drafter`` loads it quantised to int8 and
-proposes greedy translations in a few milliseconds (and in float32 for a second guess). A proposal
-is only a guess: the traced translation replays it through our own model and keeps a token only
-where our model's most likely token is that token (``Translator`` explains how), so what the pages
-show never depends on it.
+same vocabularies); ``convert`` writes it to a folder; ``load`` gives a ``ctranslate2.Translator``.
 """
 
 from __future__ import annotations
 
-import logging
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from model.transformer import BOS_ID, EOS_ID, UNK_ID
 
 if TYPE_CHECKING:
     from model.translator import Translator
@@ -112,47 +107,3 @@ def load(translator: Translator, compute_type: str = "float32", threads: int = 1
         return ctranslate2.Translator(str(convert(translator, Path(tmp) / "ct2")), device="cpu",
                                       compute_type=compute_type, intra_threads=threads,
                                       inter_threads=1)
-
-
-class Drafter:
-    """Greedy proposals from ``translator``'s weights in CTranslate2: a first guess from an int8
-    copy (fast, nearly always our model's own greedy choice), later guesses — after our model
-    corrected one — from a float32 copy, which computes what our model computes to ~1e-5. Never
-    trusted either way (see the module docstring)."""
-
-    def __init__(self, translator: Translator, compute_types: tuple[str, ...] = ("int8", "float32")):
-        threads = max(1, torch.get_num_threads())
-        self.engines = [load(translator, compute_type, threads) for compute_type in compute_types]
-        self.english = translator.english
-        self.chinese = translator.chinese
-        self.never = [[self.chinese.id_to_token(PAD_ID)], [self.chinese.id_to_token(BOS_ID)]]
-
-    @classmethod
-    def create(cls, translator: Translator) -> Drafter | None:
-        """A drafter, or None where CTranslate2 is not installed or cannot run here."""
-        try:
-            return cls(translator)
-        except Exception as error:  # optional: decoding proper is always there to fall back on
-            logging.getLogger(__name__).warning("no CTranslate2 drafter (%s): greedy decodes step "
-                                                "by step", error)
-            return None
-
-    def propose(self, source_ids: list[int], prefix: list[int], max_len: int,
-                attempt: int = 0) -> list[int] | None:
-        """``prefix`` (target ids) and a greedy continuation for ``source_ids``: at most ``max_len``
-        tokens in all, fewer when it ended with <eos>; None if CTranslate2 did not keep the prefix.
-        ``attempt`` 0 asks the int8 copy, later attempts the float32 one."""
-        token = self.chinese.id_to_token
-        engine = self.engines[min(attempt, len(self.engines) - 1)]
-        try:
-            result = engine.translate_batch(
-                [[self.english.id_to_token(i) for i in source_ids]],
-                target_prefix=[[token(i) for i in prefix]] if prefix else None,
-                beam_size=1, max_decoding_length=max_len, suppress_sequences=self.never,
-            )
-        except (RuntimeError, ValueError):  # a guess is optional: decoding proper takes over
-            return None
-        tokens = [self.chinese.index.get(t) for t in result[0].hypotheses[0]][:max_len]
-        if None in tokens or tokens[: len(prefix)] != prefix:
-            return None
-        return tokens

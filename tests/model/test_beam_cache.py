@@ -1,10 +1,10 @@
-"""Beam search on the cached step: the tree and every token are those of the written-out decoder.
+"""Beam search with the KV cache: the tree and every token are those of decoding without it.
 
 The beam tree's scores are shown numbers (rounded to 4 decimals on the pages), summed from the
-cached step's log-probabilities. The written-out decoder (``use_cache=False``: the whole prefix
+cached steps' log-probabilities. Decoding without the cache (``use_cache=False``: the whole prefix
 through ``Transformer.decode`` at every step) must build the same tree, node for node, with scores
-equal to float rounding; the cached step's reorder (into a spare buffer, cross-attention K/V shared
-by expanded views) must keep every row's own keys and values.
+equal to float rounding; the cache's reorder (into a spare buffer, one sentence's cross-attention
+K/V shared by every row) must keep every row's own keys and values.
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import torch
 
 from bench.common import sentences
 from model import decoding
-from model.decoding import DecodingOptions, UncachedDecoder, beam_batch, generate, pad
-from model.lean import CachedDecoder
+from model.decoding import Decoder, DecodingOptions, beam_batch, generate, pad
 from model.transformer import BOS_ID, EOS_ID, NEVER_GENERATED, Transformer, TransformerConfig
 
 CONFIG = TransformerConfig(
@@ -71,7 +70,8 @@ def test_reorder_into_the_spare_buffer_keeps_every_row(model):
     src = torch.tensor([[5, 9, 12, 7, 2]])
     with torch.inference_mode():
         memory = model.encode(src)
-        cached, written = CachedDecoder(model, src, memory, capacity=8), UncachedDecoder(model, src, memory)
+        cached = Decoder(model, src, memory, capacity=8)
+        written = Decoder(model, src, memory, capacity=8, use_cache=False)
         for tokens, rows in (([BOS_ID], [0, 0, 0]), ([4, 7, 9], [2, 0]), ([5, 6], [1, 1, 0, 1]),
                              ([3, 8, 9, 10], [3])):
             torch.testing.assert_close(cached.step(torch.tensor(tokens)),
@@ -126,7 +126,7 @@ def test_each_step_keeps_the_best_continuations_over_all_rows(monkeypatch):
     kept hypotheses must be the flat top ``beam_size`` of score + log p over all rows × vocabulary,
     also when all of them continue one row."""
     stub = _RandomLogits(vocab=50)
-    monkeypatch.setattr(decoding, "step_decoder", lambda *args, **kwargs: stub)
+    monkeypatch.setattr(decoding, "Decoder", lambda *args, **kwargs: stub)
     options = DecodingOptions(strategy="beam", beam_size=4, max_len=6)
     with torch.inference_mode():
         nodes = decoding.beam_search(None, torch.tensor([[5, 9, 2]]), None, options)[0].beam_nodes
