@@ -1,6 +1,7 @@
 """The x-ray's translation box on the shipped checkpoint, in Chromium (issue 56, items 6–8): where
 the model was unsure is marked on the translation and on the comparison when asked for (issue 75),
-and a translation it was unsure of comes with a plain warning, one, the translation's (en, zh); a sentence of the box's maximum length is never shortened and one the model
+and a translation it was unsure of comes with a plain warning, one, the translation's (en, zh);
+a sentence of the box's maximum length is never shortened and one the model
 cannot take is refused before anything is sent; forcing after sampling the whole sentence compares
 against the translation the learner saw, with the knobs and the address agreeing."""
 
