@@ -12,6 +12,8 @@ the model again), with the model's own list of stages, which the page's scripts 
 * ``POST /api/xray/heads`` — every head's attention weights, when a learner picks a head or opens an
   attention block (the view carries their average, which the lines draw first);
 * ``POST /api/xray/logits`` — every step's logits and the vocabulary, when a sampling knob turns;
+* ``POST /api/xray/compare`` — the sentence by the other decoding (beam search with 4 beams, or
+  greedy when the page shows that), only when a learner asks to compare (issue 75: one translation);
 * ``POST /api/xray/block`` — one block opened at one position: X·W_Q → Q, the heads, QKᵀ, ÷√d_k,
   the mask, softmax, ·V, concatenation, ·W_O; residual + LayerNorm with γ and β; the FFN.
 """
@@ -23,7 +25,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep
@@ -43,7 +45,7 @@ Side = Literal["encoder", "decoder"]
 Block = Literal[tuple(block_names())]  # the model's own blocks, in the decoder's order
 _LAYOUT = model_layout(1, 1)
 DECODER_ONLY = sorted({e["name"] for e in _LAYOUT["decoder"]} - {e["name"] for e in _LAYOUT["encoder"]})
-ALTERNATIVE_BEAM = 4  # the beam size eval.json measures ("beam4") and the page shows first
+ALTERNATIVE_BEAM = 4  # the beam size eval.json measures ("beam4"), which the page compares with
 
 
 @router.get("/", response_class=HTMLResponse, include_in_schema=False)
@@ -145,28 +147,50 @@ def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
     averaged over the heads (from the trace's 5-decimal weights, the page's float64 mean exactly;
     every head's come from ``/api/xray/heads``), the Add & Norm sizes and FFN shares the narration quotes, the
     steps, the beam tree, the sampling table at temperature 1 (the 15 likeliest tokens' logits
-    and the exact normaliser), when a prefix is forced, the translation without it, and the
-    sentence's translation by beam search with 4 beams (by greedy decoding when that is what was
-    asked for: ``alternative``), which the page shows above the player; and the model's own list of
-    stages (``layout``), which the page's scripts draw their rows and frames from."""
+    and the exact normaliser), when a prefix is forced, the translation without it; and the model's
+    own list of stages (``layout``), which the page's scripts draw their rows and frames from. The
+    translation is the one decoding asked for, nothing else: the other decoding comes from
+    ``/api/xray/compare`` only when a learner asks for the comparison."""
     trace, model_ms = engine.trace(request)
     original = None
     if request.forced_prefix:
         plain, plain_ms = engine.trace(request.model_copy(update={"forced_prefix": []}))
         original, model_ms = [step.token for step in plain.steps], model_ms + plain_ms
-    kept = engine.cached(alternative_request(request))  # the learner switched decodings
-    other, other_ms = engine.derived(request, trace, "xray_alternative", alternative, translator,
-                                     request, kept, on_model_thread=kept is None)
     bodies, _ = engine.derived(request, trace, "xray_view", _both, view, trace,
-                               translator.chinese.vocabulary, original, translator.model, other,
+                               translator.chinese.vocabulary, original, translator.model,
                                on_model_thread=False)
-    return _packed(http, bodies, model_ms + other_ms)
+    return _packed(http, bodies, model_ms)
+
+
+class Comparison(BaseModel):
+    """The sentence by the other decoding: what the x-ray shows, labelled as a comparison, when a
+    learner asks "what would beam search say?"."""
+    strategy: Literal["greedy", "beam"]
+    beam_size: int | None = Field(description="4 for beam search, null for greedy decoding")
+    translation: str
+    finished: bool = Field(description="false when it was cut off at max_len")
+    tokens: list[str] = Field(description="each step's token")
+    probs: list[float] = Field(description="the model's probability for each step's token (temperature 1)")
+
+
+@router.post("/api/xray/compare", responses=TRACE_ERRORS, tags=["x-ray"], response_model=Comparison)
+def xray_compare(request: XrayRequest, engine: EngineDep, translator: TranslatorDep) -> dict:
+    """The sentence translated by the other decoding than ``request``'s (beam search with 4 beams;
+    greedy decoding when ``request`` is exactly that), without a forced prefix: read from that
+    decoding's kept trace when the learner has had it on screen, else by the lean decoder (only
+    the text, each step's token and its probability). Kept with ``request``'s trace, so asking
+    again costs nothing."""
+    trace, _ = engine.trace(request)
+    kept = engine.cached(alternative_request(request))  # the learner switched decodings
+    other, _ = engine.derived(request, trace, "xray_alternative", alternative, translator,
+                              request, kept, on_model_thread=kept is None)
+    return other
 
 
 def alternative_options(request: TraceRequest) -> DecodingOptions:
-    """The decoding the x-ray shows beside the player's (issue 26, item 5): beam search with 4
-    beams, which scores higher on the held-out test sets and is the translation shown first; when
-    the player already runs exactly that, greedy decoding, so the other one is always there."""
+    """The decoding the x-ray compares the player's with when asked (issue 75): beam search with 4
+    beams, which scores higher on the held-out test sets; when the player already runs exactly
+    that, greedy decoding."""
     plain_beam4 = (request.strategy == "beam" and request.beam_size == ALTERNATIVE_BEAM
                    and not request.forced_prefix)
     if plain_beam4:

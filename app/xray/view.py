@@ -79,13 +79,13 @@ def _likeliest(row: np.ndarray, count: int) -> np.ndarray:
 
 
 def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
-         model=None, alternative: dict | None = None) -> bytes:
+         model=None) -> bytes:
     """Everything the x-ray page draws for one sentence, packed (see the module docstring);
     ``original``: when a prefix is forced, the tokens of the translation without it; ``model``:
     the model that made the trace, whose LayerNorms let the Add & Norm strips go as corrections
-    to a guess (without it they go as plain codes); ``alternative``: the sentence translated with
-    another decoding (``{strategy, beam_size, translation, finished}``), shown beside the
-    player's."""
+    to a guess (without it they go as plain codes). The one translation is the trace's: the other
+    decoding is not part of the view (``/api/xray/compare`` brings it when asked; a file saved
+    before may carry it as ``alternative``, which the page shows as a comparison)."""
     recorded: RecordedPass = trace.recorded
     norms = recorded_arrays.norm_parameters(model) if model is not None else None
     arrays: dict[str, np.ndarray] = {}
@@ -129,7 +129,6 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
         # static/js/xray/beamtree.js ranks the tree with it
         "length_penalty": trace.options["length_penalty"],
         "steps": steps, "beam": asdict_list(trace.beam), "original": original,
-        "alternative": alternative,
         # the narration quotes the first three numbers of a source token's embedding
         "embedding_head": recorded_arrays.embedding_head(recorded, "encoder", 3, 4),
         "norms": list(NORMS), "stages": stages, "sampling": sampling,

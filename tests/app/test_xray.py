@@ -43,7 +43,7 @@ def test_the_xray_answers_are_the_traces_own_pass(fresh_client):
         trace = fresh_client.post("/api/trace", json=body).json()
         after_trace = dict(calls)
         answers = [fresh_client.post(f"/api/xray/{path}", json=body).content
-                   for path in ("strips", "logits", "heads")]
+                   for path in ("strips", "logits", "heads", "view")]
         for block in ("self_attention", "add_norm1", "ffn", "add_norm2"):
             answer = fresh_client.post("/api/xray/block", json={
                 **body, "side": "encoder", "block": block, "layer": 1, "position": 1})
@@ -51,8 +51,9 @@ def test_the_xray_answers_are_the_traces_own_pass(fresh_client):
     finally:
         restore()
     assert after_trace["encode"] >= 1 and after_trace["decode"] >= 1
-    assert calls == after_trace  # the x-ray and its blocks ran neither the encoder nor the decoder
-    # (the view also shows the sentence by the other decoding: that one runs the lean decoder)
+    # the x-ray, its view included, and its blocks ran neither the encoder nor the decoder: the
+    # view shows the one decoding asked for, no other unasked (issue 75)
+    assert calls == after_trace
 
     header, arrays = xray.unpack_all(fresh_client.post("/api/xray/view", json=body).content, answers[0])
     for side in ("encoder", "decoder"):
@@ -288,42 +289,55 @@ def test_the_view_is_gzipped_once_and_sent_plain_when_asked(app_client):
     ({"strategy": "beam", "beam_size": 4}, {"strategy": "greedy"}),
     ({"strategy": "beam", "forced_prefix": ["我"]}, {"strategy": "beam", "beam_size": 4}),
 ])
-def test_the_view_carries_the_sentence_by_the_other_decoding(app_client, options, other):
-    """The translation shown above the player (issue 26, item 5): beam search with 4 beams, or
-    greedy decoding when the view is beam 4's own; never forced; the same text /api/translate
-    gives for that decoding, cut by the same max_len."""
+def test_the_comparison_is_the_sentence_by_the_other_decoding(app_client, options, other):
+    """What the x-ray shows when a learner asks to compare (issue 75): beam search with 4 beams,
+    or greedy decoding when the view is beam 4's own; never forced; the same text /api/translate
+    gives for that decoding, cut by the same max_len. The view itself carries no other decoding."""
     from app import xray
 
     for max_len in (6, 2):
         body = {"text": TEXT, "max_len": max_len, **options}
         header, _ = xray.unpack(app_client.post("/api/xray/view", json=body).content)
+        assert "alternative" not in header
+        compared = app_client.post("/api/xray/compare", json=body)
+        assert compared.status_code == 200
         expected = app_client.post("/api/translate", json={"text": TEXT, "max_len": max_len,
                                                            **other}).json()
-        assert header["alternative"] == {
+        assert compared.json() == {
             "strategy": other["strategy"], "beam_size": other.get("beam_size"),
             "translation": expected["translation"], "finished": expected["finished"],
             # each step's token and the model's probability for it: what the page marks
             "tokens": [step["token"] for step in expected["steps"]],
             "probs": [round(step["prob"], 4) for step in expected["steps"]]}
-    assert header["alternative"]["finished"] is False  # two tokens: cut off before <eos>
+    assert compared.json()["finished"] is False  # two tokens: cut off before <eos>
 
 
-def test_the_other_decoding_is_read_from_its_kept_trace_when_there_is_one(fresh_client):
-    """Switching decodings: the view of beam 4 after greedy's trace reads greedy's translation from
-    the kept trace (one encoder pass: the beam trace's own), and a sentence with nothing kept runs
-    the lean decoder as well (two)."""
-    from app import xray
-
+def test_the_comparison_is_read_from_its_kept_trace_when_there_is_one(fresh_client):
+    """Switching decodings, then comparing: beam 4's comparison after greedy's trace reads greedy's
+    translation from the kept trace (no encoder pass more than the beam trace's own); a sentence
+    with nothing kept runs the lean decoder for it (one more); asking again costs nothing."""
     fresh_client.post("/api/trace", json={"text": TEXT, "max_len": 6})  # greedy, kept
     greedy = fresh_client.post("/api/translate", json={"text": TEXT, "max_len": 6}).json()
     calls, restore = _counting(fresh_client)
     try:
         beam = {"strategy": "beam", "beam_size": 4, "max_len": 6}
-        header, _ = xray.unpack(fresh_client.post("/api/xray/view", json={"text": TEXT, **beam}).content)
+        fresh_client.post("/api/xray/view", json={"text": TEXT, **beam})
+        compared = fresh_client.post("/api/xray/compare", json={"text": TEXT, **beam}).json()
         switched = dict(calls)
         fresh_client.post("/api/xray/view", json={"text": "A dog runs.", **beam})
+        viewed = dict(calls)
+        fresh_client.post("/api/xray/compare", json={"text": "A dog runs.", **beam})
+        compared_new = dict(calls)
+        fresh_client.post("/api/xray/compare", json={"text": "A dog runs.", **beam})
     finally:
         restore()
-    assert header["alternative"]["translation"] == greedy["translation"]
+    assert compared["translation"] == greedy["translation"]
     assert switched["encode"] == 1
-    assert calls["encode"] == 3
+    assert viewed["encode"] == 2  # the view of a new sentence: its own trace only
+    assert compared_new["encode"] == 3
+    assert calls == compared_new  # kept with the trace
+
+
+def test_the_comparison_takes_the_views_limits(app_client):
+    assert app_client.post("/api/xray/compare", json={"text": ""}).status_code == 422
+    assert app_client.post("/api/xray/compare", json={"text": TEXT, "max_len": 0}).status_code == 422

@@ -1,6 +1,7 @@
 """The x-ray's translation box on the shipped checkpoint, in Chromium (issue 56, items 6–8): where
-the model was unsure is marked on both decodings and a translation it was unsure of comes with a
-plain warning (en, zh); a sentence of the box's maximum length is never shortened and one the model
+the model was unsure is marked on the translation and on the comparison when asked for (issue 75),
+and a translation it was unsure of comes with a plain warning, one, the translation's (en, zh);
+a sentence of the box's maximum length is never shortened and one the model
 cannot take is refused before anything is sent; forcing after sampling the whole sentence compares
 against the translation the learner saw, with the knobs and the address agreeing."""
 
@@ -157,6 +158,12 @@ def open_xray(page, server: str, text: str, query: str = "") -> None:
     ready(page)
 
 
+def compare(page) -> None:
+    """Ask what the other decoding would say (the button on the translation's line)."""
+    page.locator("#xr-compare-button").click()
+    page.locator("#xr-result-lines p[data-role=comparison]").wait_for()
+
+
 def levels(page) -> list[str]:
     """Each translation line's verdict (result.js): sure, unsure, far, or unknown without numbers."""
     return page.locator("#xr-result-lines p[data-role]").evaluate_all(
@@ -173,11 +180,14 @@ def query(page) -> dict:
 def test_a_confident_translation_shows_no_warning_but_marks_its_one_unsure_character(page, server,
                                                                                    confident):
     open_xray(page, server, confident.text)
-    assert levels(page) == ["sure", "sure"]  # beam 4 and greedy, the same characters
+    assert levels(page) == ["sure"]  # the one translation: greedy decoding's
     assert page.locator(WARNING).count() == 0
-    # e.g. 垫 at 30% (猫坐在垫子上。): marked on both lines, its probability in the title and in words
+    # e.g. 垫 at 30% (猫坐在垫子上。): marked, its probability in the title and in words
     (char, p), = confident.marks
     marks = page.locator("#xr-result-lines mark.xr-unsure")
+    assert marks.count() == 1
+    compare(page)  # beam 4, the same characters: marked the same way
+    assert levels(page) == ["sure", "sure"]
     assert marks.count() == 2
     assert marks.first.text_content() == char
     assert marks.first.get_attribute("title") == f"The model gave this token {p} probability"
@@ -191,6 +201,7 @@ def test_a_translation_the_model_was_unsure_of_says_so(page, server, unsure, inv
     judged = unsure if level == "unsure" else invented
     assert judged.level == judged.beam_level == level
     open_xray(page, server, judged.text)
+    compare(page)  # the comparison's line is judged too, but warned only on the translation
     warning = page.locator(WARNING).first
     warning.wait_for()
     assert warning.get_attribute("data-level") == level
@@ -198,14 +209,13 @@ def test_a_translation_the_model_was_unsure_of_says_so(page, server, unsure, inv
     assert set(levels(page)) == {level}
     if level == "unsure":  # e.g. 2.3 characters expected to differ of 13
         assert f"about {judged.expected:.1f} of these {judged.steps} tokens" in warning.text_content()
-        assert page.locator(WARNING).count() == 1  # the same characters: one warning for both
+        assert page.locator(WARNING).count() == 1  # the translation's only
         shot(page.locator("#xr-result"), "xray-confidence-en")
     else:  # the invented one: its characters' mean probability, and the pieces it could not read
         assert judged.unknown >= 1
         assert "far from what the model learned" in warning.text_content()
         assert f"could not read {judged.unknown} of the sentence's pieces" in warning.text_content()
-        # one warning for each decoding, or one for both when they wrote the same characters
-        assert page.locator(WARNING).count() == (1 if judged.greedy == judged.beam else 2)
+        assert page.locator(WARNING).count() == 1  # the translation's, never the comparison's
 
 
 def test_the_warning_and_the_marks_speak_chinese(zh_page, server, confident, unsure):
@@ -221,21 +231,29 @@ def test_the_warning_and_the_marks_speak_chinese(zh_page, server, confident, uns
     shot(zh_page.locator("#xr-result"), "xray-confidence-zh")
 
 
-def test_a_view_without_the_other_decodings_probabilities_still_shows_it(page, server, unsure):
-    """A file saved before the view carried ``alternative.tokens`` and ``probs``: the line shows its
-    text, unmarked and unjudged; the player's own line is judged as before."""
+def test_a_view_that_carries_the_other_decoding_without_probabilities_still_shows_it(page, server,
+                                                                                     unsure):
+    """A file saved before issue 75 carries the other decoding inside its view (``alternative``),
+    and one saved before issue 56 without its ``tokens`` and ``probs``: it is the comparison, shown
+    when asked for without asking the server, its text unmarked and unjudged; the translation's
+    own line is judged as before."""
     def older(route):
         header, arrays = xray.unpack(route.fetch().body())
-        for name in ("tokens", "probs"):
-            header["alternative"].pop(name)
+        header["alternative"] = {"strategy": "beam", "beam_size": 4, "translation": unsure.beam,
+                                 "finished": True}
         route.fulfill(body=xray.pack(header, arrays), content_type="application/octet-stream")
 
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(urlsplit(r.url).path))
     page.route("**/api/xray/view", older)
     open_xray(page, server, unsure.text)
-    first, player = page.locator("#xr-result-lines p[data-role]").all()
-    assert first.get_attribute("data-confidence") == "unknown"
-    assert first.locator("mark").count() == 0 and unsure.beam in first.text_content()
+    assert page.locator("#xr-result-lines p[data-role]").count() == 1  # not before it is asked for
+    compare(page)
+    player, other = page.locator("#xr-result-lines p[data-role]").all()
+    assert other.get_attribute("data-confidence") == "unknown"
+    assert other.locator("mark").count() == 0 and unsure.beam in other.text_content()
     assert player.get_attribute("data-confidence") == "unsure"
+    assert "/api/xray/compare" not in asked
 
 
 # -- item 7: coherent limits --------------------------------------------------------------------

@@ -12,6 +12,7 @@ import { S } from "./state.js";
 import { $, cfg, el, fixed, SIZES, t } from "./dom.js";
 import { rowState } from "./frames.js";
 import { zoomTo } from "./zoom.js";
+import { comparedTranslation } from "./result.js";
 
 let goTo = () => {};
 let shown = 0; // the chapter on screen, 1-based; 0: none
@@ -125,12 +126,17 @@ const CHAPTERS = [
   },
   () => { // 11 decoding strategies
     const row = rowOfKind("decoder", "logits");
-    const beam = S.alternative && S.alternative.strategy === "beam" ? S.alternative.translation : null;
+    // the player's translation and the other decoding's, which this chapter asks for (issue 75)
+    const other = S.alternative;
+    if (!other) comparedTranslation().then(() => { if (shown === 11 && S.alternative) showChapter(11); });
+    const by = (strategy) => (S.req.strategy === strategy ? S.trace.translation
+      : (other && other.strategy === strategy ? other.translation : null));
+    const [greedy, beam] = [by("greedy"), by("beam")];
     const link = $("xr-beam-link");
     return { row, step: S.trace.steps.length, zoom: null, ring: [$("xr-result"), $("xr-sampling")].filter(Boolean),
       point: link || $("xr-decode-all"),
-      params: { greedy: S.trace.translation, beam: beam ?? S.trace.translation,
-        same: t(beam === null || beam === S.trace.translation ? "xray.ch.11.same" : "xray.ch.11.differ") } };
+      params: { greedy: greedy ?? "…", beam: beam ?? "…",
+        same: greedy === null || beam === null ? "…" : t(beam === greedy ? "xray.ch.11.same" : "xray.ch.11.differ") } };
   },
   () => { // 12 the KV cache
     const step = Math.max(1, S.trace.steps.length);

@@ -10,7 +10,7 @@
    rows.js (rows, layout, strips), overlay.js (lines, bars, tokens), narration.js, player.js
    (render, play, step, scroll, motion), whatif.js (sampling knobs, forcing, comparison),
    sampling.js and beam.js (the formulas copied from Python, pure), beamtree.js, blocks.js,
-   result.js (the translation above the player: beam 4 first, the player's decoding beside it),
+   result.js (the translation above the player: the chosen decoding's, the other on request),
    saved.js (saving the x-ray to a file and opening it again), zoom.js (the one-screen overview
    and zooming into a layer), chapters.js (the guided chapters on the live picture). */
 

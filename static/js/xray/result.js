@@ -1,21 +1,22 @@
-/* The translation, above the player (issue 26, item 5). Beam search with 4 beams scored higher
-   than greedy decoding on the held-out test sets, so it is the translation shown first; the
-   player below steps through greedy decoding by default (the simplest to follow), and its
-   translation is the second line, marked when it is the same. When the player runs beam 4
-   itself, the second line is greedy decoding's. Both come in the one view (``alternative``,
-   app/pages/xray.py), so a saved x-ray shows them too; a file saved before carries only the
-   player's. Text only through textContent.
+/* The translation, above the player (issue 75, item 1: one translation). The decoding the learner
+   chose (greedy by default, the documents' worked example) makes *the* translation: the one line
+   here, labelled with that decoding, the one the player steps through, the narration and the
+   marks read, the one a saved file holds. The other decoding (beam search with 4 beams, or greedy
+   when the player runs beam 4) appears only when asked for, below it, labelled as a comparison
+   ("beam search would say …"): POST /api/xray/compare, once per trace (a file saved before
+   issue 75 carries it in its view as ``alternative``, shown the same way when asked for). With beam
+   search on screen, its tree is a click away. Text only through textContent.
 
-   How sure the model was (issue 56, item 6), from its own numbers, on both lines: each step's
-   probability for the character it wrote (temperature 1; the player's from its steps, the other
-   decoding's from ``alternative.probs``, absent from files saved before). A character below
-   even odds is underlined, its probability in its title and in words for a screen reader; a
-   line gets a plain warning when the model itself expects some of its characters to be wrong
-   (the sum of 1 − p) or when its characters are unlikely on the whole (their geometric mean),
-   or when the model could not read part of the sentence (<unk> pieces). Thresholds set on the
-   shipped model (26 sentences, greedy and beam 4): good translations expect 0.4–1.6 changed
-   characters with a geometric mean of 0.70–0.95; a clause dropped or scrambled, 2.3–5.3; an
-   out-of-domain or invented one, a mean of 0.26–0.54. */
+   How sure the model was (issue 56, item 6), from its own numbers: each step's probability for
+   the character it wrote (temperature 1; the player's from its steps, the comparison's from its
+   ``probs``, absent from files saved before). A character below even odds is underlined, its
+   probability in its title and in words for a screen reader; the translation gets a plain warning
+   when the model itself expects some of its characters to be wrong (the sum of 1 − p) or when its
+   characters are unlikely on the whole (their geometric mean), or when the model could not read
+   part of the sentence (<unk> pieces). Thresholds set on the shipped model (26 sentences, greedy
+   and beam 4): good translations expect 0.4–1.6 changed characters with a geometric mean of
+   0.70–0.95; a clause dropped or scrambled, 2.3–5.3; an out-of-domain or invented one, a mean of
+   0.26–0.54. The comparison's line is marked the same way; the warning is the translation's only. */
 
 import { S } from "./state.js";
 import { $, el, t } from "./dom.js";
@@ -85,12 +86,12 @@ function saidUnsure(text) {
 }
 
 /** One line: what decoding made it, whether the player steps through it, the Chinese with its
-    unsure characters marked. */
-function line(label, translation, finished, steps, { player = false, first = false, same = false } = {}) {
-  const row = el("p", null, first ? "xr-result-line xr-result-first" : "xr-result-line");
-  row.dataset.role = player ? "player" : "other";
-  const name = player ? el("span", t("xray.result.player", { label }), "xr-result-label xr-result-player")
-    : el("span", label, "xr-result-label");
+    unsure characters marked. ``comparison``: the other decoding's, asked for. */
+function line(label, translation, finished, steps, { comparison = false, same = false } = {}) {
+  const row = el("p", null, comparison ? "xr-result-line xr-result-comparison" : "xr-result-line xr-result-first");
+  row.dataset.role = comparison ? "comparison" : "player";
+  const name = comparison ? el("span", label, "xr-result-label")
+    : el("span", t("xray.result.player", { label }), "xr-result-label xr-result-player");
   const text = el("span", null, "xr-result-text");
   text.lang = "zh-CN";
   text.append(...characters(translation, steps));
@@ -103,7 +104,8 @@ function line(label, translation, finished, steps, { player = false, first = fal
   return row;
 }
 
-/** The warning under a line the model was unsure of, in plain words with its own figures. */
+/** The warning under the translation when the model was unsure of it, in plain words with its
+    own figures. */
 function warning(judged) {
   const box = el("div", null, "xr-result-warning"); // the lines are the box's <p>s
   box.dataset.level = judged.level;
@@ -119,7 +121,59 @@ function warning(judged) {
   return box;
 }
 
-/** Draw the box for the trace on screen and the view's ``alternative`` (null in older files). */
+/** Which decoding the comparison is: beam search with 4 beams, or greedy when the player runs
+    exactly that (app/pages/xray.py alternative_options). */
+function comparedStrategy(req) {
+  const beam4 = req.strategy === "beam" && Number(req.beam_size ?? 4) === 4
+    && !(req.forced_prefix && req.forced_prefix.length);
+  return beam4 ? "greedy" : "beam";
+}
+
+let shownFor = null; // the trace whose comparison the learner asked to see
+let asked = null; // { trace, promise } of the pending /api/xray/compare request
+
+/** The other decoding of the trace on screen: the file's own (``alternative``), else asked once. */
+function comparison() {
+  if (S.alternative) return Promise.resolve(S.alternative);
+  const trace = S.trace;
+  if (!asked || asked.trace !== trace) {
+    asked = { trace, promise: ITT.api("/api/xray/compare", S.req).then((answer) => {
+      if (S.trace === trace) S.alternative = answer;
+      return answer;
+    }).finally(() => { if (asked && asked.trace === trace) asked = null; }) };
+  }
+  return asked.promise;
+}
+
+/** Show or hide the comparison (the button's click). */
+async function toggleComparison() {
+  const trace = S.trace;
+  if (shownFor === trace) { shownFor = null; drawResult(); return; }
+  const button = $("xr-compare-button");
+  if (button) button.disabled = true;
+  try {
+    await comparison();
+    if (S.trace !== trace) return;
+    shownFor = trace;
+  } catch (error) {
+    ITT.showError(error.message);
+  } finally {
+    if (button) button.disabled = false;
+  }
+  drawResult();
+}
+
+/** The other decoding's translation, for a caller that needs it (the chapter on decoding): asks
+    for it, which is the learner asking. Resolves to { strategy, translation } or null. */
+export async function comparedTranslation() {
+  try {
+    return await comparison();
+  } catch {
+    return null;
+  }
+}
+
+/** Draw the box for the trace on screen: its translation, and the comparison when asked for. */
 export function drawResult() {
   const box = $("xr-result");
   const lines = $("xr-result-lines");
@@ -127,34 +181,51 @@ export function drawResult() {
   const unknown = (S.trace.source_tokens || []).filter((token) => token === "<unk>").length;
   const mine = { label: playerLabel(S.req), text: S.trace.translation, finished: S.trace.finished,
     steps: S.trace.steps };
-  const other = S.alternative;
-  const shown = []; // [line, its steps, whether it repeats the line above]
-  if (!other) {
-    shown.push([line(mine.label, mine.text, mine.finished, mine.steps, { player: true, first: true }), mine.steps]);
-  } else {
-    const otherLabel = other.strategy === "beam" ? t("xray.result.beam", { n: other.beam_size })
-      : t("xray.result.greedy");
+  const rows = [];
+  const main = line(mine.label, mine.text, mine.finished, mine.steps);
+  const judged = confidence(mine.steps, unknown);
+  main.dataset.confidence = judged ? judged.level : "unknown";
+  if (judged) main.dataset.expected = judged.expected.toFixed(2);
+  rows.push(main);
+  if (judged && judged.level !== "sure") rows.push(warning(judged));
+  let marked = main.querySelector(".xr-unsure") !== null;
+  // the other decoding: a button, and its line once asked for
+  const strategy = comparedStrategy(S.req);
+  const showing = shownFor === S.trace && S.alternative;
+  const actions = el("span", null, "xr-result-actions");
+  const button = el("button", t(showing ? "xray.result.compare_hide"
+    : (strategy === "beam" ? "xray.result.compare_beam" : "xray.result.compare_greedy")), "secondary xr-compare-button");
+  button.type = "button";
+  button.id = "xr-compare-button";
+  button.setAttribute("aria-expanded", showing ? "true" : "false");
+  button.addEventListener("click", toggleComparison);
+  actions.append(button);
+  if ((S.trace.beam || []).length) { // beam search on screen: its tree, a click away
+    const tree = el("a", t("xray.result.tree"), "xr-tree-link");
+    tree.href = "#xr-beam";
+    tree.id = "xr-tree-link";
+    tree.addEventListener("click", (event) => {
+      event.preventDefault();
+      const card = $("xr-beam");
+      card.scrollIntoView({ block: "start" });
+      card.focus({ preventScroll: true });
+    });
+    actions.append(tree);
+  }
+  main.append(actions); // on the translation's line, where it wraps: no line of its own
+  if (showing) {
+    const other = S.alternative;
+    const label = other.strategy === "beam" ? t("xray.result.would_beam", { n: other.beam_size ?? 4 })
+      : t("xray.result.would_greedy");
     const otherSteps = Array.isArray(other.probs) && Array.isArray(other.tokens)
       ? other.tokens.map((token, i) => ({ token, prob: other.probs[i], forced: false })) : null;
     const same = other.translation === mine.text && other.finished === mine.finished;
-    if (other.strategy === "beam") { // beam 4 first, the player's second
-      shown.push([line(otherLabel, other.translation, other.finished, otherSteps, { first: true }), otherSteps]);
-      shown.push([line(mine.label, mine.text, mine.finished, mine.steps, { player: true, same }), mine.steps, same]);
-    } else { // the player runs beam 4: it is first, greedy second
-      shown.push([line(mine.label, mine.text, mine.finished, mine.steps, { player: true, first: true }), mine.steps]);
-      shown.push([line(otherLabel, other.translation, other.finished, otherSteps, { same }), otherSteps, same]);
-    }
-  }
-  const rows = [];
-  let marked = false;
-  for (const [row, steps, repeats] of shown) {
-    const judged = confidence(steps, unknown);
-    row.dataset.confidence = judged ? judged.level : "unknown";
-    if (judged) row.dataset.expected = judged.expected.toFixed(2);
-    rows.push(row);
-    // the same characters with the same probabilities: one warning says it for both
-    if (judged && judged.level !== "sure" && !repeats) rows.push(warning(judged));
+    const row = line(label, other.translation, other.finished, otherSteps, { comparison: true, same });
+    const theirs = confidence(otherSteps, unknown);
+    row.dataset.confidence = theirs ? theirs.level : "unknown";
+    if (theirs) row.dataset.expected = theirs.expected.toFixed(2);
     marked = marked || row.querySelector(".xr-unsure") !== null;
+    rows.push(row);
   }
   if (marked) rows.push(el("div", t("xray.confidence.legend", { p: percent(UNSURE_PROB) }), "xr-result-note xr-result-legend"));
   lines.replaceChildren(...rows);
