@@ -177,7 +177,7 @@ class Comparison(BaseModel):
 def xray_compare(request: XrayRequest, engine: EngineDep, translator: TranslatorDep) -> dict:
     """The sentence translated by the other decoding than ``request``'s (beam search with 4 beams;
     greedy decoding when ``request`` is exactly that), without a forced prefix: read from that
-    decoding's kept trace when the learner has had it on screen, else by the lean decoder (only
+    decoding's kept trace when the learner has had it on screen, else by one plain decoding (only
     the text, each step's token and its probability). Kept with ``request``'s trace, so asking
     again costs nothing."""
     trace, _ = engine.trace(request)
@@ -208,7 +208,7 @@ def alternative_request(request: TraceRequest) -> TraceRequest:
 def alternative(translator: Translator, request: TraceRequest, kept: Trace | None = None) -> dict:
     """The sentence translated with :func:`alternative_options` (without a forced prefix): read
     from ``kept``, that decoding's trace when the cache has it (the learner switched decodings), else
-    by the lean decoder: nothing recorded, only the text and each step's token with the model's
+    by one plain decoding: nothing recorded, only the text and each step's token with the model's
     probability for it (temperature 1), which the page marks where it was unsure (a few hundred
     bytes in the view; a file saved before has neither list and shows the text alone)."""
     options = alternative_options(request)
