@@ -66,6 +66,9 @@ def base_layout(heading: str = "", height: int = 320, **extra) -> dict:
         "font": FONT,
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
+        # a bar's value that would have to shrink under 12 px to fit is hidden (its hover and the
+        # page's tables still give it), never drawn at 6–9 px (issue 75: readable on a phone)
+        "uniformtext": {"minsize": palette.PLOT_FONT_PX, "mode": "hide"},
     }
     layout.update(extra)
     return layout

@@ -12,6 +12,7 @@ from pydantic import Field
 from app.api import summary, timed
 from app.deps import EngineDep, LanguageDep, page_text
 from app.layout import render_page
+from app.palette import PLOT_FONT_PX
 from app.plots import BLUE, GREY, ORANGE, attention_heatmap, base_layout, category_axis, unique_labels
 from app.schemas import TOKENS_RULE, TRACE_ERRORS, NotFound, TraceRequest, errors, model_limit
 from model.explain.trace import Trace
@@ -147,7 +148,7 @@ def score_bars(values: list[float | None], key_tokens: list[str], color: str = B
         "customdata": ["−∞" if v is None else format(v, fmt) for v in values],
         "textposition": "outside",
         "cliponaxis": False,
-        "textfont": {"size": 10},
+        "textfont": {"size": PLOT_FONT_PX},
         "marker": {"color": [GREY if v is None else color for v in values]},
         "hovertemplate": "%{x}: %{customdata}<extra></extra>",
     }

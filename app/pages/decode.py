@@ -16,6 +16,7 @@ from app.api import summary, timed
 from app.deps import EngineDep, LanguageDep, page_text
 from app.layout import activation_name, render_page
 from app.pages.decode_beam import BEAM_WORDS, beam_lineage, beam_tree  # noqa: F401 (re-exported)
+from app.palette import PLOT_FONT_PX
 from app.plots import (
     ATTENTION_SCALE,
     BLUE,
@@ -221,7 +222,7 @@ def ffn_units_figure(units: list[int], values: list[float], d_ff: int,
     labels = [f"#{unit}" for unit in units]
     bar = {"type": "bar", "x": labels, "y": values, "marker": {"color": BLUE},
            "text": [f"{v:.2f}" for v in values], "textposition": "outside", "cliponaxis": False,
-           "textfont": {"size": 10},
+           "textfont": {"size": PLOT_FONT_PX},
            "hovertemplate": f"{words['unit']} %{{x}} / {d_ff}: %{{y:.3f}}<extra></extra>"}
     layout = base_layout("", 220, xaxis=category_axis(f"{words['unit']} (0–{d_ff - 1})"),
                          yaxis={"title": {"text": words["activation"]}, "rangemode": "tozero"})
@@ -236,7 +237,7 @@ def candidates_figure(step: dict, sampled: bool = False, sampled_from: str = "sa
     top = step["top"]
     tokens = [c["token"] for c in top]
     labels = unique_labels(tokens)
-    text = {"textposition": "outside", "cliponaxis": False, "textfont": {"size": 11}}
+    text = {"textposition": "outside", "cliponaxis": False, "textfont": {"size": PLOT_FONT_PX}}
     bar = {
         "type": "bar",
         "orientation": "h",

@@ -3,6 +3,7 @@ and the tree figure drawn from it."""
 
 from __future__ import annotations
 
+from app.palette import PLOT_FONT_PX
 from app.plots import BLUE, GREY, ORANGE, base_layout
 from model.decoding import rank_hypotheses
 from model.explain.trace import Trace, shown_hypotheses
@@ -113,7 +114,7 @@ def beam_tree(trace: Trace, step_label: str = "step", words: dict[str, str] | No
             "type": "scatter", "mode": "markers+text", "name": name, "showlegend": kind != "kept",
             "x": [n.step for n in members], "y": [row[n.id] for n in members],
             "text": [f"{'<bos>' if n.parent < 0 else n.token} {n.score:.2f}" for n in members],
-            "textposition": "top center", "textfont": {"size": 10},
+            "textposition": "top center", "textfont": {"size": PLOT_FONT_PX},
             "marker": {"size": size, "symbol": symbol,
                        "color": [ORANGE if n.selected else colour for n in members]},
             "customdata": [[n.id, n.score] for n in members],

@@ -13,7 +13,7 @@ from pydantic import Field
 from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
-from app.palette import robust_scale
+from app.palette import PLOT_FONT_PX, robust_scale
 from app.plots import (
     ATTENTION_SCALE,
     DIVERGING,
@@ -238,7 +238,7 @@ def projection_figure(projection: dict, stage_names: list[str], heading: str = "
         data.append({
             "type": "scatter", "mode": "markers+text", "name": name,
             "x": [p[0] for p in stage], "y": [p[1] for p in stage],
-            "text": tokens, "textposition": positions, "textfont": {"size": 10},
+            "text": tokens, "textposition": positions, "textfont": {"size": PLOT_FONT_PX},
             "marker": {"size": 8, "color": STAGE_COLOURS[index % len(STAGE_COLOURS)]},
             "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "cliponaxis": False,
             "hovertemplate": f"{name} · %{{text}}<extra></extra>",

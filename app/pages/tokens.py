@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse
 from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
+from app.palette import PLOT_FONT_PX
 from app.plots import base_layout, category_axis, plain_axis, unique_labels
 from app.schemas import TRACE_ERRORS, TraceRequest
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
@@ -156,7 +157,7 @@ def batch_heatmap(
     width = len(tokens[0])
     heatmap = _cell_heatmap(padding, list(range(width)), unique_labels(row_names), text,
                             BATCH_SCALE, 2)
-    heatmap.update(texttemplate="%{text}", textfont={"size": 11})
+    heatmap.update(texttemplate="%{text}", textfont={"size": PLOT_FONT_PX})
     layout = base_layout(
         heading, 90 + 52 * len(tokens),
         xaxis=plain_axis(position, dtick=1, range=[-0.5, width - 0.5]),

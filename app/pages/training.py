@@ -20,6 +20,7 @@ from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import DEFAULT_TEXT, render_page
 from app.pages.training_eval import evaluation_view
+from app.palette import PLOT_FONT_PX
 from app.plots import (
     BLUE,
     GREEN,
@@ -408,7 +409,7 @@ def whole_training(history: dict, lang: str, names: dict[str, str]) -> dict | No
                            "fillcolor": "rgba(128,128,128,0.12)"})
             annotations.append({"x": offset + length / 2, "xref": "x", "y": 0.5, "yref": "paper",
                                 "text": names["missing"], "showarrow": False,
-                                "font": {"size": 11, "color": GREY}})
+                                "font": {"size": PLOT_FONT_PX, "color": GREY}})
             offset += length
             continue
         steps = stage["steps"]

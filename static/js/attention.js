@@ -101,7 +101,7 @@
       query.delete("q");
       ITT.setURL(query, true); // a new history entry: Back returns to the previous head
     }
-    // decoder rows read one character and produce the next: labelled "<bos> → 猫"
+    // decoder rows read one token and produce the next: labelled "<bos> → 猫" (the real tokens)
     const tokens = choice.kind === "encoder" ? data.source_tokens : data.decoder_rows;
     const select = document.getElementById("query-select");
     select.replaceChildren(...tokens.map((token, index) => {
@@ -195,10 +195,22 @@
     });
   });
 
+  /** The decoder cards' example row, from this translation's own first row ("<bos> → 我"). */
+  function describeFirstRow() {
+    const row = data.decoder_rows[0] ?? "";
+    const read = data.decoder_input[0] ?? "";
+    const arrow = `${read} → `; // the row's label: what it reads → what it produces
+    const chosen = row.startsWith(arrow) ? row.slice(arrow.length) : null;
+    document.querySelectorAll(".row-example").forEach((span) => {
+      span.textContent = chosen === null ? "" : ITT.t("attention.row_example", { row, read, chosen });
+    });
+  }
+
   async function load() {
     ITT.clearError();
     data = await ITT.api("/api/figures/attention", ITT.requestFromURL());
     drawGrid();
+    describeFirstRow();
     const importance = loadImportance(); // beside the heatmaps; a failure leaves them be
     await select(selectionFromURL(), false);
     await importance;

@@ -25,18 +25,21 @@
       return row;
     });
     ITT.table(document.getElementById("coref-ranking"), head, rows, false);
-    // what the measurement shows, against two baselines measured on this sentence: the even
-    // spread, and the same head's weight on every other word (the referent must beat them all)
-    const best = data.ranking[0];
-    const ratio = data.uniform > 0 ? best.weight / data.uniform : 0;
-    const first = data.ranking.filter((entry) => entry.referent_rank === 1).length;
-    const verdict = best.referent_rank === 1 && ratio >= 2 ? "clear"
-      : ratio > 1 && best.referent_rank <= 3 ? "slight" : "none";
-    document.getElementById("coref-verdict").textContent = ITT.t(`coref.verdict_${verdict}`, {
-      layer: best.layer + 1, head: best.head + 1, w: best.weight.toFixed(3),
-      u: data.uniform.toFixed(3), x: ratio.toFixed(2), place: best.referent_rank,
-      top: best.top_word, first, heads: data.ranking.length,
+    // what may be said, decided by the server: a link only for a pronoun, a noun before it that
+    // it could refer to, and a head that singles it out past the threshold calibrated on a
+    // labelled set (bench/coreference_calibration.py); otherwise what was found and why it is not
+    const said = data.finding.verdict;
+    const kind = said.kind === "below" && !said.pick ? "below_none" : said.kind;
+    document.getElementById("coref-verdict").textContent = ITT.t(`coref.verdict_${kind}`, {
+      pronoun: value("coref-pronoun"), referent: value("coref-referent"), pick: said.pick ?? "",
+      layer: (said.layer ?? 0) + 1, head: (said.head ?? 0) + 1,
+      x: said.ratio == null ? "" : said.ratio.toFixed(1), t: said.threshold == null ? "" : said.threshold.toFixed(1),
+      n: said.sentences ?? "", links: said.links ?? "", right: said.right ?? "",
+      nolink: said.no_link == null ? "" : `${Math.round(said.no_link * 100)}%`,
+      pkind: said.pronoun_kind ? ITT.t(`coref.kind.${said.pronoun_kind}`) : "",
+      nkind: said.noun_kind ? ITT.t(`coref.noun.${said.noun_kind}`) : "",
     });
+    document.getElementById("coref-verdict").dataset.kind = said.kind;
   }
   ITT.syncLinks();
   load().catch((error) => ITT.showError(error.message));

@@ -153,3 +153,37 @@ def test_a_carried_sentence_is_kept(app_client):
             'value="she"') in html
     none = app_client.get("/coreference", params={"text": "The cat sits on the mat."}).text
     assert 'value="The cat sits on the mat."' in none and 'id="coref-missing"' in none
+
+
+# -- issue 75 item 5: no false lesson --------------------------------------------------------------
+
+
+def test_a_sentence_without_a_pronoun_or_an_antecedent_gets_no_link():
+    from app.pages.coreference import guess_words, read_sentence, verdict
+
+    assert read_sentence("The bakery opens at seven on weekdays.")["pronoun"] is None
+    assert verdict({"pronoun": None}, "bakery", [1], [0], None) == {"kind": "not_pronoun"}
+    read = read_sentence("The driver passed the receipt to her.")
+    assert read["pronoun"] == "her"
+    assert [(c.word, c.agrees) for c in read["candidates"]] == [("driver", True), ("receipt", False)]
+    read = read_sentence("The uncle waved before she drove away.")
+    assert [(c.word, c.agrees) for c in read["candidates"]] == [("uncle", False)]
+    assert guess_words("Nobody answered when she knocked.") == {
+        "pronoun": "she", "referent": "", "distractor": ""}
+
+
+def test_the_calibration_is_reproduced_by_the_script():
+    """The figures the page quotes (model/explain/coreference_calibration.json) are what
+    bench/coreference_calibration.py measures on the shipped checkpoint now."""
+    import json
+
+    from app.pages.coreference import CALIBRATION_FILE
+    from bench.coreference_calibration import measure
+
+    stored = json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))
+    fresh = measure()
+    assert fresh["with_antecedent"] >= 30 and fresh["without_antecedent"] >= 10
+    for key in ("weights_sha256", "threshold", "links", "right", "precision", "no_link",
+                "no_link_with_antecedent", "no_link_without_antecedent"):
+        assert fresh[key] == stored[key], key
+    assert stored["precision"] >= stored["target_precision"]

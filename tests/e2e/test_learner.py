@@ -208,14 +208,11 @@ def test_tour_numbering_coreference_verdict_and_scale_headings(page, server):
         assert page.locator("#tour-preview .main-svg").count() > 0, stop
     page.goto(f"{server}/coreference")
     wait_idle(page)
-    verdict = page.locator("#coref-verdict").text_content()
-    cells = page.locator("#coref-ranking tbody tr").first.locator("td")
-    best, place = float(cells.nth(3).text_content()), int(cells.nth(4).text_content())
-    even = float(page.locator("#uniform").text_content().rstrip(".").split()[-1])
-    # a link is claimed only against both baselines: the even spread and the other words
-    clear, weak = place == 1 and best >= 2 * even, best > even and place <= 3
-    assert ("a clear link" in verdict) == clear
-    assert ("no link" in verdict) == (not clear and not weak)
+    verdict = page.locator("#coref-verdict")
+    # the threshold was calibrated on the shipped checkpoint (bench/coreference_calibration.py):
+    # on this tiny model the page judges nothing, and says so (issue 75)
+    assert verdict.get_attribute("data-kind") == "uncalibrated"
+    assert verdict.text_content().startswith("Not judged")
     page.goto(f"{server}/scale")
     assert page.locator("#chatgpt article").count() == 4 and "three" in \
         page.locator("#chatgpt-title").text_content()
