@@ -72,7 +72,8 @@ def test_every_narration_of_the_seed_stays_on_screen_for_its_reading_time(warm_c
     assert short == [], short[:3]
     # a long narration holds longer than a short one: the dwell follows the text, not a constant
     assert len({d for _, _, d, _ in frames}) > 10
-    assert page.evaluate("ITTXray.playSeconds()") * 1000 == pytest.approx(sum(d for *_, d in frames), abs=len(frames))
+    total = sum(d for *_, d in frames)
+    assert page.evaluate("ITTXray.playSeconds()") * 1000 == pytest.approx(total, abs=len(frames))
     # twice the speed halves it
     page.select_option("#xr-speed", "2")
     assert page.evaluate("ITTXray.dwellMs(3)") == pytest.approx(frames[3][3] / 2, abs=1)
@@ -96,7 +97,8 @@ def test_play_one_sublayer_one_layer_one_time_step(warm_context, server):
     page.select_option("#xr-speed", "8")
     page.select_option("#xr-scope", "stage")  # a block and its Add & Norm
     assert play_until_it_stops(page) == frame_of(0, "add_norm1", 0)
-    assert page.locator(".xr-row.xr-active").evaluate_all("rs => rs.map(r => r.dataset.key)") == ["e-0-add_norm1"]
+    lit = page.locator(".xr-row.xr-active").evaluate_all("rs => rs.map(r => r.dataset.key)")
+    assert lit == ["e-0-add_norm1"]
     page.select_option("#xr-scope", "layer")  # the rest of encoder layer 1
     assert play_until_it_stops(page) == frame_of(0, "add_norm2", 0)
     assert play_until_it_stops(page) == frame_of(0, "add_norm2", 1)  # at a layer's end: the next layer
