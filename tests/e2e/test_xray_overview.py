@@ -181,7 +181,9 @@ def test_the_highlight_travels_to_each_block_and_a_sentence_plays_in_about_a_min
     assert delays and all(d >= 0 for _, d in delays)
     strongest = max(delays)
     assert strongest[1] == min(d for _, d in delays)
-    # at 1× the timeline of a translation of about ten characters lasts about a minute
-    steps = wide.evaluate("ITTXray.state.trace.steps.length")
+    # at 1× every frame stays long enough to read (issue 75: at least 2 s, more for a long line):
+    # the timeline is the sum of the frames' dwells (tests/e2e/test_xray_pace.py checks each)
+    frames = wide.evaluate("ITTXray.state.frames.length")
     seconds = wide.evaluate("ITTXray.playSeconds()")
-    assert 30 <= seconds * 10 / steps <= 90, (steps, seconds)
+    dwells = wide.evaluate("[...ITTXray.state.frames.keys()].map(i => ITTXray.dwellMs(i))")
+    assert seconds >= 2 * frames and abs(sum(dwells) / 1000 - seconds) < 0.01 * frames, (frames, seconds)

@@ -181,8 +181,9 @@ def test_the_guided_chapters_walk_the_story_on_the_learners_sentence(warm_contex
         page.locator("#xr-chapter-next").click()
     assert len(seen_frames) >= 6  # the chapters move the player through the computation
     assert card.is_hidden() and "chapter=" not in page.url  # "Finish" closes the guide
-    # the toolbar's list opens any chapter
-    page.locator("#xr-chapters-menu summary").click()
+    # the start button opens the guide; the card's numbered list opens any chapter
+    page.locator("#xr-chapters-start").click()
+    assert page.locator("#xr-chapter-count").text_content() == "Chapter 1 of 12"
     page.locator('#xr-chapter-list button[data-chapter="8"]').click()
     assert page.locator("#xr-chapter-title").text_content() == "Masked self-attention"
     assert "−∞" in page.locator("#xr-chapter-text").text_content()

@@ -16,6 +16,7 @@ import { comparedTranslation } from "./result.js";
 
 let goTo = () => {};
 let shown = 0; // the chapter on screen, 1-based; 0: none
+let shownRow = null; // the row whose computing the open chapter explains (playing stops there)
 const RINGED = "xr-ring";
 const POINTED = "xr-point";
 
@@ -163,6 +164,20 @@ function keepInURL(n) {
   ITT.setURL(query, false);
 }
 
+/** Scroll the chapter's ringed part into view: below the sticky player (and its card) when it
+    comes after the player on the page, below the site header when it comes before. */
+function reveal(node) {
+  if (!node || !node.getClientRects().length) return;
+  const player = $("xr-player");
+  const top = parseFloat(getComputedStyle(document.documentElement).getPropertyValue("--xr-top")) || 0;
+  const after = Boolean(player.compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING)
+    && !player.contains(node);
+  const from = after ? top + player.getBoundingClientRect().height + 8 : top + 8;
+  const rect = node.getBoundingClientRect();
+  if (rect.top >= from - 1 && (rect.bottom <= window.innerHeight || rect.top <= from + 40)) return;
+  window.scrollBy({ top: rect.top - from, behavior: "auto" });
+}
+
 /** Show chapter ``n`` (1-based) on the picture: move, ring, say, point. 0 closes the guide. */
 export function showChapter(n) {
   clearMarks();
@@ -173,48 +188,58 @@ export function showChapter(n) {
     if (Number(item.dataset.chapter) === shown) item.setAttribute("aria-current", "step");
     else item.removeAttribute("aria-current");
   }
-  if (!shown) { card.hidden = true; return; }
+  $("xr-chapters-start").setAttribute("aria-expanded", shown ? "true" : "false");
+  if (!shown) { card.hidden = true; shownRow = null; return; }
   const chapter = CHAPTERS[shown - 1]();
+  shownRow = chapter.row || null;
   const frame = frameOf(chapter.row, chapter.step);
+  const ringed = chapter.ring.filter(Boolean);
   const ring = () => {
-    chapter.ring.filter(Boolean).forEach((node) => node.classList.add(RINGED));
+    ringed.forEach((node) => node.classList.add(RINGED));
     if (chapter.point) chapter.point.classList.add(POINTED);
   };
-  if (frame >= 0) goTo(frame);
-  if (chapter.zoom !== undefined) zoomTo(chapter.zoom, { then: ring });
-  ring();
-  $("xr-kv-link").hidden = shown !== CHAPTERS.length;
-  const point = chapter.point && chapter.point.getBoundingClientRect();
-  if (point && (point.bottom < 0 || point.top > window.innerHeight)) {
-    chapter.point.scrollIntoView({ block: "center" });
-  }
   $("xr-chapter-count").textContent = t("xray.ch.of", { n: shown, total: CHAPTERS.length });
   $("xr-chapter-title").textContent = t(`xray.ch.${shown}.title`);
   $("xr-chapter-text").textContent = t(`xray.ch.${shown}.text`, chapter.params);
   $("xr-chapter-point").textContent = t(`xray.ch.${shown}.point`, chapter.params);
   $("xr-chapter-prev").disabled = shown === 1;
   $("xr-chapter-next").textContent = shown === CHAPTERS.length ? t("xray.ch.done") : t("xray.ch.next");
+  $("xr-kv-link").hidden = shown !== CHAPTERS.length;
+  $("xr-chapter-body").scrollTop = 0;
   card.hidden = false;
   card.dataset.chapter = String(shown);
+  if (frame >= 0) goTo(frame);
+  const current = item(); // the open chapter's number in view where the list scrolls (a phone)
+  const list = $("xr-chapter-list");
+  if (current && list.scrollWidth > list.clientWidth) {
+    list.scrollLeft = current.offsetLeft - list.offsetLeft - (list.clientWidth - current.offsetWidth) / 2;
+  }
+  if (chapter.zoom !== undefined) zoomTo(chapter.zoom, { then: () => { ring(); reveal(ringed[0]); } });
+  ring();
+  reveal(ringed[0]);
 }
 
-/** The chapter list in the toolbar, the card's buttons, and the URL's chapter once drawn;
-    ``go`` moves the player to a frame. */
+/** The open chapter's button in the card's list. */
+const item = () => document.querySelector(`#xr-chapter-list button[data-chapter="${shown}"]`);
+
+/** The chapters' start button above the picture, the card's list and buttons, and the URL's
+    chapter once drawn; ``go`` moves the player to a frame. */
 export function wireChapters(go) {
   goTo = go;
   const list = $("xr-chapter-list");
   list.replaceChildren(...CHAPTERS.map((_, i) => {
-    const item = el("li");
-    const button = el("button", t(`xray.ch.${i + 1}.title`), "xr-chapter-item");
+    const li = el("li");
+    const title = t(`xray.ch.${i + 1}.title`);
+    const button = el("button", String(i + 1), "xr-chapter-item");
     button.type = "button";
     button.dataset.chapter = String(i + 1);
-    button.addEventListener("click", () => {
-      $("xr-chapters-menu").open = false;
-      showChapter(i + 1);
-    });
-    item.append(button);
-    return item;
+    button.title = title;
+    button.setAttribute("aria-label", t("xray.ch.go", { n: i + 1, title }));
+    button.addEventListener("click", () => showChapter(i + 1));
+    li.append(button);
+    return li;
   }));
+  $("xr-chapters-start").addEventListener("click", () => showChapter(1));
   $("xr-chapter-prev").addEventListener("click", () => showChapter(shown - 1));
   $("xr-chapter-next").addEventListener("click", () => showChapter(shown === CHAPTERS.length ? 0 : shown + 1));
   $("xr-chapter-close").addEventListener("click", () => showChapter(0));
@@ -224,8 +249,11 @@ export function wireChapters(go) {
 export function chapterFromURL() {
   const n = Number.parseInt(ITT.params().get("chapter") || "", 10);
   if (Number.isInteger(n) && n >= 1 && n <= CHAPTERS.length) showChapter(n);
-  else { shown = 0; $("xr-chapter").hidden = true; }
+  else { shown = 0; shownRow = null; $("xr-chapter").hidden = true; }
 }
 
 /** The chapter on screen, for the tests and the player (0: none). */
 export const chapterShown = () => shown;
+
+/** The row whose computing the open chapter explains (null: no chapter open). */
+export const chapterRow = () => (shown ? shownRow : null);

@@ -19,7 +19,7 @@ import { $, cfg, SIZES } from "./dom.js";
 import { decodeStrips, decodeView } from "./data.js";
 import { buildFrames, current, frameAtOrAfter } from "./frames.js";
 import { buildRows, buildTokens, heatLinks, layoutAll, loadStrips } from "./rows.js";
-import { go, pause, play, playSeconds, render, setFocus, stepTime, tick } from "./player.js";
+import { dwellMs, go, pause, play, playSeconds, render, setFocus, stepTime, tick, unitEnd } from "./player.js";
 import { decodeAll, draw, drawCompare, drawDecodingSwitch, drawSampling, switchDecoding } from "./whatif.js";
 import { renderBlock, toggleBlock } from "./blocks.js";
 import { loadHeads } from "./overlay.js";
@@ -190,4 +190,4 @@ function wire() {
 wire();
 wireFiles(show);
 ITT.start(reload);
-window.ITTXray = { state: S, filterDistribution, go, play, pause, playSeconds, showChapter, chapterShown };
+window.ITTXray = { state: S, filterDistribution, go, play, pause, playSeconds, dwellMs, unitEnd, showChapter, chapterShown };

@@ -91,8 +91,30 @@ function decoderText(frame) {
   }
 }
 
+/** What the narration says at ``frame`` (the player times its dwell by it). */
+export function narrationText(frame) {
+  return frame.t === 0 ? encoderText(frame) : decoderText(frame);
+}
+
+/* How long a reader needs for a narration: its words (English, and the Latin words and numbers
+   of a Chinese line) and its Chinese characters at a steady reading pace for text full of
+   numbers, never less than MIN_READ_MS. About 200 words or 300 characters a minute: slower than
+   prose (the lines quote numbers to compare), so a learner who reads each line once keeps up. */
+export const MS_PER_WORD = 300;
+export const MS_PER_HAN = 200;
+export const MIN_READ_MS = 2000;
+const HAN = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/g;
+
+/** Milliseconds to read ``text`` once (see above). */
+export function readingMs(text) {
+  const han = (text.match(HAN) || []).length;
+  const words = text.replace(HAN, " ").split(/\s+/).filter((w) => /[\p{L}\p{N}]/u.test(w)).length;
+  return Math.max(MIN_READ_MS, han * MS_PER_HAN + words * MS_PER_WORD);
+}
+
 export function narrate(frame) {
-  const text = frame.t === 0 ? encoderText(frame) : decoderText(frame);
+  const text = narrationText(frame);
   const box = $("xr-narration");
   if (box.textContent !== text) box.textContent = text;
+  box.dataset.readMs = String(readingMs(text));
 }

@@ -3,20 +3,26 @@
 
 import { S, saveFrame } from "./state.js";
 import { $, cfg, t } from "./dom.js";
-import { activeBlocks, current } from "./frames.js";
+import { activeBlocks, current, rowState } from "./frames.js";
 import { drawChosen, drawOverlay, drawTokens } from "./overlay.js";
-import { narrate } from "./narration.js";
+import { narrate, narrationText, readingMs } from "./narration.js";
+import { chapterRow } from "./chapters.js";
 import { drawSampling } from "./whatif.js";
 import { refreshOpenPanels } from "./blocks.js";
 import { follow } from "./zoom.js";
 import { layoutAll, loadStrips } from "./rows.js";
 
-// How long a frame stays at 1× speed: a sub-step is brief, so the highlight flows through the
-// layers (a 10-character translation plays in about a minute); the first frame and each step's
-// choice hold longer. 0.25× and 0.5× leave time to read every sentence of the narration.
-const SUB_MS = 280;
-const HOLD_MS = 1300;
-const frameMs = (frame) => (frame.part === "logits" || (frame.t === 0 && frame.sub === 0) ? HOLD_MS : SUB_MS);
+// How long a frame stays at 1× speed: long enough to read its narration once (narration.js
+// readingMs: by its words and Chinese characters, at least MIN_READ_MS); the first frame and each
+// step's choice hold at least HOLD_MS (the chosen character flies to the output). The speed
+// divides it: 2× and 4× for a second look, 0.5× for more time.
+const HOLD_MS = 2500;
+function frameMs(frame) {
+  const read = readingMs(narrationText(frame));
+  return frame.part === "logits" || (frame.t === 0 && frame.sub === 0) ? Math.max(HOLD_MS, read) : read;
+}
+/** Milliseconds frame ``index`` stays on screen while playing at the chosen speed. */
+export const dwellMs = (index) => Math.round(frameMs(S.frames[index] || current()) / S.speed);
 const REDUCED_MOTION = window.matchMedia("(prefers-reduced-motion: reduce)");
 
 /** Draw the frame S.frame: lit blocks, overlays, tokens, narration, player, sampling, panels. */
@@ -66,6 +72,7 @@ function drawPlayer(frame) {
     : t("xray.position_layer", { ...position, layer: t(frame.t === 0 ? "xray.encoder_layer" : "xray.decoder_layer",
       { n: frame.layer + 1, total: frame.t === 0 ? cfg.n_encoder_layers : cfg.n_decoder_layers }) });
   $("xr-where").textContent = where;
+  $("xr-narration").dataset.dwellMs = String(dwellMs(S.frame));
   scrub.setAttribute("aria-valuetext", where);
   $("xr-prev").disabled = S.frame <= 0;
   $("xr-first").disabled = S.frame <= 0;
@@ -131,9 +138,40 @@ function scrollActiveIntoView() {
   }
 }
 
+/* What Play plays (the player's "Play" choice, #xr-scope): the whole translation, or one unit of
+   it — this time step (the encoder's pass, or one decoding step), this layer, or this sublayer (a
+   block and the Add & Norm after it). A frame outside every layer (the tokens, an embedding, the
+   output) is a unit of its own. Playing stops at the unit's last frame; pressed there, Play plays
+   the next unit, so a learner can go one unit at a time. */
+let playUntil = -1; // the frame where playing stops
+
+/** The last frame of the unit of ``scope`` that frame ``index`` belongs to. */
+export function unitEnd(index, scope) {
+  const last = S.frames.length - 1;
+  const start = S.frames[index];
+  if (!start || scope === "all") return last;
+  let end = index;
+  const same = (f) => f.t === start.t && (scope === "step" || (start.layer !== undefined && f.layer === start.layer));
+  while (end < last && same(S.frames[end + 1])) {
+    if (scope === "stage" && S.frames[end].part === "add_norm") break;
+    end += 1;
+  }
+  return end;
+}
+
 export function play() {
   withStrips();
-  if (S.frame >= S.frames.length - 1) S.frame = 0;
+  const scope = $("xr-scope").value;
+  const last = S.frames.length - 1;
+  if (S.frame >= last) {
+    if (scope !== "all") return; // nothing is left to play
+    S.frame = 0;
+  }
+  playUntil = unitEnd(S.frame, scope);
+  if (playUntil === S.frame) { // its unit is read: play the next one, from its start
+    go(S.frame + 1, true);
+    playUntil = unitEnd(S.frame, scope);
+  }
   S.playing = true;
   tick();
   drawPlayer(current());
@@ -146,15 +184,22 @@ export function pause() {
   drawPlayer(current());
 }
 
+/** Whether an open chapter's part computes at the frame on screen (playing stops there). */
+function atChapter() {
+  const row = chapterRow();
+  return Boolean(row) && rowState(row, current()).active;
+}
+
 /** Schedule the next frame (again after a speed change). */
 export function tick() {
   clearTimeout(S.timer);
+  if (S.playing && S.frame >= Math.min(playUntil, S.frames.length - 1)) { pause(); return; }
   S.timer = setTimeout(() => {
     if (!S.playing) return;
-    if (S.frame >= S.frames.length - 1) { pause(); return; }
     go(S.frame + 1, true);
+    if (atChapter()) { pause(); return; }
     tick();
-  }, frameMs(current()) / S.speed);
+  }, dwellMs(S.frame));
 }
 
 /** Seconds the whole timeline takes to play at speed 1×. */
