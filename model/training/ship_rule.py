@@ -99,6 +99,8 @@ def verdict(figures: list[Figure], dev_shipped: float, dev_candidate: float) -> 
     if not dev_candidate > dev_shipped:
         reasons.append(f"dev BLEU {dev_candidate:.2f} is not higher than the shipped checkpoint's "
                        f"{dev_shipped:.2f}")
+    if not figures:  # refused on dev alone, before the held-out splits were scored
+        return reasons
     old = sum(f.shipped for f in figures) / len(figures)
     new = sum(f.candidate for f in figures) / len(figures)
     if not new > old:
