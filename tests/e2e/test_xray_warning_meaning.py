@@ -112,7 +112,7 @@ def open_xray(page, server: str, text: str) -> None:
 
 def measured(lang: str, quiet: bool) -> str:
     """The sentence the page should say, with the calibration's own figures."""
-    figures = {"pairs": STORED["pairs"], "cut": f"{STORED['bad_below']:g}",
+    figures = {"pairs": f"{STORED['pairs']:,}", "cut": f"{STORED['bad_below']:g}",
                "rate": f"{round(CHOSEN['warn_rate'] * 100)}%",
                "hits": round(CHOSEN["precision"] * 10), "quiet": round(STORED["quiet_bad_share"] * 10)}
     table = json.loads((CALIBRATION_FILE.parents[2] / "app" / "locales" / lang / "xray.json")

@@ -123,7 +123,7 @@ function line(label, translation, finished, steps, { comparison = false, same = 
     translation it does not warn on, how many in 10 of those were poor all the same. */
 function meaning(quiet) {
   const figures = {
-    pairs: RULE.pairs, cut: RULE.bad_below, rate: percent(RULE.warn_rate),
+    pairs: Number(RULE.pairs).toLocaleString(document.documentElement.lang), cut: RULE.bad_below, rate: percent(RULE.warn_rate),
     hits: Math.round(RULE.precision * 10), quiet: Math.round(RULE.quiet_bad_share * 10),
   };
   const note = el("p", t(quiet ? "xray.warning.quiet" : "xray.warning.meaning", figures),
