@@ -126,7 +126,7 @@ function meaning(quiet) {
     pairs: Number(RULE.pairs).toLocaleString(document.documentElement.lang), cut: RULE.bad_below, rate: percent(RULE.warn_rate),
     hits: Math.round(RULE.precision * 10), quiet: Math.round(RULE.quiet_bad_share * 10),
   };
-  const note = el("p", t(quiet ? "xray.warning.quiet" : "xray.warning.meaning", figures),
+  const note = el("div", t(quiet ? "xray.warning.quiet" : "xray.warning.meaning", figures),
     "xr-warning-meaning");
   note.id = "xr-warning-meaning";
   return note;
