@@ -31,6 +31,7 @@ from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep
 from app.layout import render_page
 from app.schemas import TOKENS_RULE, TRACE_ERRORS, NotFound, TraceRequest, errors, model_limit
+from app.translation_warning import page_rule
 from app.xray import decoder_strips_view, heads_view, logits_view, model_layout, view
 from model.decoding import DecodingOptions
 from model.explain.blocks import block_positions, open_block
@@ -55,7 +56,9 @@ def page(request: Request, lang: LanguageDep, translator: TranslatorDep) -> HTML
     config = translator.config
     # with the vocabulary sizes, the model's stages: what a file saved before views carried
     # their own layout is drawn with
-    return render_page(request, "xray", lang, comparison=comparison, sizes={
+    # the warning's calibrated thresholds and what they mean (app/translation_warning.py)
+    return render_page(request, "xray", lang, comparison=comparison,
+                       warning_rule=page_rule(translator), sizes={
         "vocab_en": translator.english.vocab_size, "vocab_zh": translator.chinese.vocab_size,
         "layout": model_layout(config.n_encoder_layers, config.n_decoder_layers)})
 

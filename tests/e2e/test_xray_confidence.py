@@ -7,6 +7,7 @@ against the translation the learner saw, with the knobs and the address agreeing
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from urllib.parse import parse_qs, quote, urlsplit
@@ -14,6 +15,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 
 from app import xray
+from app.translation_warning import CALIBRATION_FILE
 from model.decoding import DecodingOptions
 from tests.e2e.conftest import shot
 
@@ -40,6 +42,8 @@ UNSURE_CANDIDATES = [
     "The boy who lives next door plays the piano every evening.",
     "I could not sleep because the neighbours were noisy.",
     "My brother was cooking noodles when the phone rang.",
+    # for the calibration of 2026-12-08 (mean < 0.7 only): 他把刀磨快了。 at a mean of 61 %
+    "He sharpened the knife on a stone.",
 ]
 INVENTED = "<script>alert(1)</script>"
 # 600 characters: 127 pieces with the end mark, so the model reads it whole
@@ -48,7 +52,10 @@ FITS = ("I like green tea and my brother likes coffee, but our parents prefer wa
 TOO_LONG = ("She said that the weather would be nice tomorrow, so we decided to go hiking in the "
             "mountains with our friends. " * 6)[:600]
 WARNING = "#xr-result-lines .xr-result-warning"
-UNSURE_PROB, EXPECTED_WRONG, FAR_MEAN_PROB = 0.5, 2, 0.6  # static/js/xray/result.js
+UNSURE_PROB = 0.5  # static/js/xray/result.js
+# the warning's thresholds: the calibration's (app/translation_warning.py, issue 75 item 6)
+_CHOSEN = json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))["chosen"]
+EXPECTED_WRONG, FAR_MEAN_PROB = _CHOSEN["expected_at"], _CHOSEN["mean_below"]
 
 
 @dataclass
@@ -78,7 +85,7 @@ def judge(translator, text: str) -> Judged:
         expected = sum(1 - step.prob for step in chosen)
         mean = math.exp(sum(math.log(max(step.prob, 1e-30)) for step in chosen) / len(chosen))
         level = ("far" if mean < FAR_MEAN_PROB or unknown else
-                 "unsure" if expected >= EXPECTED_WRONG else "sure")
+                 "unsure" if EXPECTED_WRONG is not None and expected >= EXPECTED_WRONG else "sure")
         return level, expected, len(chosen)
 
     def marks(steps):
@@ -117,11 +124,13 @@ def confident(shipped_translator) -> Judged:
 def unsure(shipped_translator) -> Judged:
     for text in UNSURE_CANDIDATES:
         judged = judge(shipped_translator, text)
-        if (judged.greedy == judged.beam and judged.level == judged.beam_level == "unsure"
-                and not near_a_tie(judged.expected * 10)):
+        # warned (unsure, or far when the calibration tests the geometric mean only), the same
+        # characters greedy and beam 4
+        if (judged.greedy == judged.beam and judged.level == judged.beam_level != "sure"
+                and not near_a_tie(judged.expected * 10) and not judged.unknown):
             return judged
-    pytest.fail("no sentence of UNSURE_CANDIDATES leaves this checkpoint unsure with the same "
-                "characters greedy and beam 4: add one that does")
+    pytest.fail("no sentence of UNSURE_CANDIDATES is warned on by this checkpoint with the same "
+                "characters greedy and beam 4: add one that is")
 
 
 @pytest.fixture(scope="module")
@@ -196,10 +205,11 @@ def test_a_confident_translation_shows_no_warning_but_marks_its_one_unsure_chara
     assert page.locator(".xr-result-legend").count() == 1  # what a mark means (xray.css may fold it)
 
 
-@pytest.mark.parametrize("level", ["unsure", "far"])
-def test_a_translation_the_model_was_unsure_of_says_so(page, server, unsure, invented, level):
-    judged = unsure if level == "unsure" else invented
-    assert judged.level == judged.beam_level == level
+@pytest.mark.parametrize("case", ["unsure", "invented"])
+def test_a_translation_the_model_was_unsure_of_says_so(page, server, unsure, invented, case):
+    judged = unsure if case == "unsure" else invented
+    level = judged.level
+    assert judged.level == judged.beam_level != "sure"
     open_xray(page, server, judged.text)
     compare(page)  # the comparison's line is judged too, but warned only on the translation
     warning = page.locator(WARNING).first
@@ -207,15 +217,16 @@ def test_a_translation_the_model_was_unsure_of_says_so(page, server, unsure, inv
     assert warning.get_attribute("data-level") == level
     assert warning.text_content().startswith("Check this translation.")
     assert set(levels(page)) == {level}
+    assert page.locator(WARNING).count() == 1  # the translation's, never the comparison's
     if level == "unsure":  # e.g. 2.3 characters expected to differ of 13
         assert f"about {judged.expected:.1f} of these {judged.steps} tokens" in warning.text_content()
-        assert page.locator(WARNING).count() == 1  # the translation's only
+    else:  # its characters' mean probability
+        assert "unsure of this translation as a whole" in warning.text_content()
+    if case == "unsure":
         shot(page.locator("#xr-result"), "xray-confidence-en")
-    else:  # the invented one: its characters' mean probability, and the pieces it could not read
-        assert judged.unknown >= 1
-        assert "far from what the model learned" in warning.text_content()
+    else:  # the invented one: the pieces it could not read
+        assert level == "far" and judged.unknown >= 1
         assert f"could not read {judged.unknown} of the sentence's pieces" in warning.text_content()
-        assert page.locator(WARNING).count() == 1  # the translation's, never the comparison's
 
 
 def test_the_warning_and_the_marks_speak_chinese(zh_page, server, confident, unsure):
@@ -225,9 +236,12 @@ def test_the_warning_and_the_marks_speak_chinese(zh_page, server, confident, uns
     assert mark.get_attribute("title") == f"模型给这个词元的概率是 {confident.marks[0][1]}"
     open_xray(zh_page, server, unsure.text)
     warning = zh_page.locator(WARNING).first
-    assert warning.get_attribute("data-level") == "unsure"
+    assert warning.get_attribute("data-level") == unsure.level
     assert warning.text_content().startswith("请核对这个译文。")
-    assert f"这 {unsure.steps} 个词元里大约有 {unsure.expected:.1f} 个" in warning.text_content()
+    if unsure.level == "unsure":
+        assert f"这 {unsure.steps} 个词元里大约有 {unsure.expected:.1f} 个" in warning.text_content()
+    else:
+        assert "模型对这个译文整体没有把握" in warning.text_content()
     shot(zh_page.locator("#xr-result"), "xray-confidence-zh")
 
 
@@ -252,7 +266,7 @@ def test_a_view_that_carries_the_other_decoding_without_probabilities_still_show
     player, other = page.locator("#xr-result-lines p[data-role]").all()
     assert other.get_attribute("data-confidence") == "unknown"
     assert other.locator("mark").count() == 0 and unsure.beam in other.text_content()
-    assert player.get_attribute("data-confidence") == "unsure"
+    assert player.get_attribute("data-confidence") == unsure.level
     assert "/api/xray/compare" not in asked
 
 

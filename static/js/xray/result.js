@@ -10,13 +10,15 @@
    How sure the model was (issue 56, item 6), from its own numbers: each step's probability for
    the character it wrote (temperature 1; the player's from its steps, the comparison's from its
    ``probs``, absent from files saved before). A character below even odds is underlined, its
-   probability in its title and in words for a screen reader; the translation gets a plain warning
+   probability in its title and in words for a screen reader. The translation gets a plain warning
    when the model itself expects some of its characters to be wrong (the sum of 1 − p) or when its
    characters are unlikely on the whole (their geometric mean), or when the model could not read
-   part of the sentence (<unk> pieces). Thresholds set on the shipped model (26 sentences, greedy
-   and beam 4): good translations expect 0.4–1.6 changed characters with a geometric mean of
-   0.70–0.95; a clause dropped or scrambled, 2.3–5.3; an out-of-domain or invented one, a mean of
-   0.26–0.54. The comparison's line is marked the same way; the warning is the translation's only. */
+   part of the sentence (<unk> pieces). The two thresholds are not set here (issue 75, item 6):
+   bench/warning_calibration.py chooses them on held-out pairs with references, and the page
+   brings them with what a warning means in measured terms (app/translation_warning.py, in
+   #xr-warning-rule): how many warned translations were poor, how often it warns. Weights the
+   calibration did not measure get no verdict, only the numbers and a line saying so. The
+   comparison's line is marked the same way; the warning is the translation's only. */
 
 import { S } from "./state.js";
 import { $, el, t } from "./dom.js";
@@ -31,8 +33,19 @@ export function playerLabel(req) {
 }
 
 const UNSURE_PROB = 0.5; // a character marked: the other characters had more, together
-const EXPECTED_WRONG = 2; // Σ(1 − p): how many characters the model expects to differ
-const FAR_MEAN_PROB = 0.6; // the geometric mean of p: below it, far from what the model knows
+
+/** The warning's thresholds and their measured meaning, from the page (app/translation_warning.py
+    page_rule): { calibrated, expected_at, mean_below, pairs, bad_below, warned, warned_bad,
+    precision, recall, warn_rate, quiet_bad_share }, or { calibrated: false }. */
+function readRule() {
+  const node = document.getElementById("xr-warning-rule");
+  try {
+    return node ? JSON.parse(node.textContent) : { calibrated: false };
+  } catch {
+    return { calibrated: false };
+  }
+}
+const RULE = readRule();
 const SPECIAL = new Set(["<pad>", "<bos>", "<eos>", "<unk>"]); // never written as characters
 
 const percent = (p) => `${Math.round(p * 100)}%`;
@@ -46,8 +59,9 @@ export function confidence(steps, unknown) {
   const expected = chosen.reduce((sum, step) => sum + (1 - step.prob), 0);
   const meanLog = chosen.reduce((sum, step) => sum + Math.log(Math.max(step.prob, 1e-30)), 0);
   const mean = chosen.length ? Math.exp(meanLog / chosen.length) : 1;
-  const level = mean < FAR_MEAN_PROB || unknown > 0 ? "far"
-    : expected >= EXPECTED_WRONG ? "unsure" : "sure";
+  const level = !RULE.calibrated ? "unjudged"
+    : mean < RULE.mean_below || unknown > 0 ? "far"
+      : RULE.expected_at != null && expected >= RULE.expected_at ? "unsure" : "sure";
   return { expected, mean, steps: chosen.length, unknown, level };
 }
 
@@ -104,11 +118,33 @@ function line(label, translation, finished, steps, { comparison = false, same = 
   return row;
 }
 
+/** What a warning means, measured (the calibration's figures, RULE): of the held-out sentences
+    it warned on, how many in 10 were poor, and how often it warned; ``quiet``: the line under a
+    translation it does not warn on, how many in 10 of those were poor all the same. */
+function meaning(quiet) {
+  const figures = {
+    pairs: Number(RULE.pairs).toLocaleString(document.documentElement.lang), cut: RULE.bad_below, rate: percent(RULE.warn_rate),
+    hits: Math.round(RULE.precision * 10), quiet: Math.round(RULE.quiet_bad_share * 10),
+  };
+  const note = el("div", t(quiet ? "xray.warning.quiet" : "xray.warning.meaning", figures),
+    "xr-warning-meaning");
+  note.id = "xr-warning-meaning";
+  return note;
+}
+
 /** The warning under the translation when the model was unsure of it, in plain words with its
-    own figures. */
+    own figures and what such a warning has meant; without a calibration for these weights, the
+    figures and a line saying they are not judged. */
 function warning(judged) {
   const box = el("div", null, "xr-result-warning"); // the lines are the box's <p>s
   box.dataset.level = judged.level;
+  const gap = document.documentElement.lang.startsWith("zh") ? "" : " "; // Chinese runs on
+  if (judged.level === "unjudged") {
+    box.classList.add("xr-result-unjudged");
+    box.append(el("strong", t("xray.warning.unjudged_title")), gap,
+      t("xray.warning.unjudged", { n: judged.expected.toFixed(1), total: judged.steps, p: percent(judged.mean) }));
+    return box;
+  }
   const parts = [];
   if (judged.level === "far") {
     parts.push(t("xray.confidence.far", { p: percent(judged.mean) }));
@@ -116,8 +152,7 @@ function warning(judged) {
   } else {
     parts.push(t("xray.confidence.unsure", { n: judged.expected.toFixed(1), total: judged.steps }));
   }
-  const gap = document.documentElement.lang.startsWith("zh") ? "" : " "; // Chinese runs on
-  box.append(el("strong", t("xray.confidence.title")), gap, parts.join(gap));
+  box.append(el("strong", t("xray.confidence.title")), gap, parts.join(gap), meaning(false));
   return box;
 }
 
@@ -188,6 +223,7 @@ export function drawResult() {
   if (judged) main.dataset.expected = judged.expected.toFixed(2);
   rows.push(main);
   if (judged && judged.level !== "sure") rows.push(warning(judged));
+  else if (judged) rows.push(meaning(true)); // what no warning has meant
   let marked = main.querySelector(".xr-unsure") !== null;
   // the other decoding: a button, and its line once asked for
   const strategy = comparedStrategy(S.req);
