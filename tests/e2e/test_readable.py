@@ -1,0 +1,116 @@
+"""Readable on a phone and a wide screen (issue 75, item 8): no text under 12 CSS px on any page,
+in English and Chinese, at 1440×900 and 390×844 — the page's own text and the SVG text of its
+Plotly charts (tick labels, annotations, legends) alike, every fold opened, on the shipped model.
+
+/decode and the x-ray (/) are measured by their own tests (their owners' areas), so the walk
+below leaves them out of the nav's list."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+
+from app.layout import NAV
+from tests.conftest import track_requests
+from tests.e2e.conftest import shot, wait_idle
+from tests.waiting import PATIENCE_S
+
+pytestmark = pytest.mark.e2e
+
+ELSEWHERE = {"/", "/decode"}
+PAGES = [path for path, _ in NAV if path not in ELSEWHERE]
+SIZES = [("en", 1440, 900), ("zh", 1440, 900), ("en", 390, 844), ("zh", 390, 844)]
+SMALLEST_PX = 12
+# a sentence of this test's own, longer than the examples, with a pronoun (so /coreference draws
+# its charts): the pages that read a sentence are walked with it as well as with their default
+SENTENCE = "The old teacher told the boy that he should read more books."
+TEXT_PAGES = ["/pipeline", "/tokens", "/embeddings", "/attention", "/coreference", "/ablation",
+              "/kv-cache", "/timeline"]
+
+# Every visible text node's rendered size: an HTML text's computed font-size, an SVG text's
+# font-size times its element's scale on screen (a chart drawn smaller than its own size shrinks
+# its text too). Hidden text (display:none, a closed fold, a screen-reader-only label clipped to
+# 1 px) does not count; what a fold holds counts once the test has opened it.
+SMALL_TEXT = """(smallest) => {
+  const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const text = node.textContent.trim();
+    const element = node.parentElement;
+    if (!text || !element || element.closest('script, style, noscript, title')) continue;
+    if (!element.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const box = range.getBoundingClientRect();
+    if (box.width < 2 || box.height < 2) continue;  // clipped away (.visually-hidden)
+    let size = parseFloat(getComputedStyle(element).fontSize);
+    if (element instanceof SVGElement) {
+      const ctm = element.getScreenCTM();
+      if (ctm) size *= Math.hypot(ctm.a, ctm.b);
+    }
+    if (size < smallest - 0.05) {
+      const where = element.closest('[id]');
+      const name = `${element.tagName.toLowerCase()}.${element.getAttribute('class') || ''}`;
+      const px = Math.round(size * 10) / 10;
+      found.push(`${px}px ${name} in #${where ? where.id : '?'}: ${text.slice(0, 30)}`);
+    }
+  }
+  return found;
+}"""
+
+
+@pytest.fixture()
+def server(shipped_server):
+    """The shipped model: its real sentences give the charts their real labels."""
+    return shipped_server
+
+
+@pytest.fixture(scope="module")
+def sized_pages(browser):
+    """One page per server, language and viewport, reused by the pages of that size."""
+    pages = {}
+
+    def sized_page(server, lang, width, height):
+        key = (server, lang, width, height)
+        if key not in pages:
+            context = browser.new_context(viewport={"width": width, "height": height}, locale="en-US")
+            context.add_cookies([{"name": "lang", "value": lang, "url": server}])
+            pages[key] = context.new_page()
+            pages[key].in_flight = track_requests(pages[key])
+            pages[key].set_default_timeout(PATIENCE_S * 1000)
+        return pages[key]
+
+    yield sized_page
+    for page in pages.values():
+        page.context.close()
+
+
+def open_every_fold(page) -> None:
+    """Open each closed fold as a reader does (its summary), and wait for what it draws."""
+    for summary in page.locator("main details:not([open]) > summary").all():
+        if summary.is_visible():
+            summary.click()
+    wait_idle(page)
+
+
+WALK = [(path, None) for path in PAGES] + [(path, SENTENCE) for path in TEXT_PAGES]
+
+
+@pytest.mark.parametrize(("lang", "width", "height"), SIZES)
+@pytest.mark.parametrize(("path", "text"), WALK)
+def test_no_text_under_12_px(sized_pages, server, path, text, lang, width, height):
+    page = sized_pages(server, lang, width, height)
+    page.goto(f"{server}{path}" + (f"?text={quote(text)}" if text else ""))
+    wait_idle(page)
+    open_every_fold(page)
+    small = page.evaluate(SMALL_TEXT, SMALLEST_PX)
+    if small:
+        shot(page, f"small-text-{path.strip('/')}-{lang}-{width}")
+    assert small == [], f"{path} {lang} {width}px: {len(small)} texts under {SMALLEST_PX} px: {small[:12]}"
+
+
+def test_the_walk_covers_the_nav():
+    """Every nav page but the two measured elsewhere is walked, the docs and the tour included."""
+    assert set(PAGES) | ELSEWHERE == {path for path, _ in NAV}
+    assert len(PAGES) >= 11 and set(TEXT_PAGES) <= set(PAGES)
