@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from app.layout import NAV
-from tests.conftest import track_requests
+from tests.conftest import track_requests, warm_page
 from tests.e2e.conftest import shot, wait_idle
 from tests.waiting import PATIENCE_S
 
@@ -114,3 +114,56 @@ def test_the_walk_covers_the_nav():
     """Every nav page but the two measured elsewhere is walked, the docs and the tour included."""
     assert set(PAGES) | ELSEWHERE == {path for path, _ in NAV}
     assert len(PAGES) >= 11 and set(TEXT_PAGES) <= set(PAGES)
+
+
+IN_VIEW = """(id) => {
+  const box = document.getElementById(id).getBoundingClientRect();
+  return { top: box.top, bottom: box.bottom, screen: innerHeight, scrolled: scrollY };
+}"""
+
+
+def tap_and_look(page, button, head: str, name: str) -> None:
+    """Tap ``button`` (a head) from where it sits, the enlarged chart below the screen, and check
+    that the chart, redrawn for that head, is then wholly on the screen."""
+    button.scroll_into_view_if_needed()
+    label = page.locator("#enlarged-label")
+    before = label.text_content()
+    assert page.evaluate(IN_VIEW, "enlarged")["top"] > 844, "the chart was on screen already"
+    button.click()
+    label.filter(has_not_text=before).wait_for()
+    wait_idle(page)
+    view = page.evaluate(IN_VIEW, "enlarged")
+    assert view["top"] >= 0 and view["bottom"] <= view["screen"], view
+    assert head in label.text_content()
+    shot(page, name)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_tapping_a_head_on_a_phone_brings_its_chart_into_view(warm_context, server, lang):
+    """On a phone the enlarged head sits below every grid: tapping a head in a grid, or in the
+    importance table, scrolls the chart it redrew onto the screen; on a wide screen (the chart
+    sticky beside the grids) a tap leaves the page where it was."""
+    page = warm_page(warm_context, 390, 844, lang=lang, server=server)
+    page.goto(f"{server}/attention?text={quote(SENTENCE)}")
+    wait_idle(page)
+    tap_and_look(page, page.locator('.head-cell[data-kind="cross"][data-layer="1"][data-head="2"]'), "3",
+                 f"attention-tapped-grid-{lang}")
+    page.evaluate("window.scrollTo(0, 0)")
+    open_every_fold(page)
+    tap_and_look(page, page.locator('.importance-grid .head-switch[data-part="enc.1.4"]'), "4",
+                 f"attention-tapped-importance-{lang}")
+    page.close()
+
+    wide = warm_page(warm_context, 1440, 900, lang=lang, server=server)
+    wide.goto(f"{server}/attention")
+    wait_idle(wide)
+    cell = wide.locator('.head-cell[data-kind="cross"][data-layer="1"][data-head="3"]')
+    cell.scroll_into_view_if_needed()
+    scrolled = wide.evaluate("scrollY")
+    cell.click()
+    wide.locator("#enlarged-label").filter(has_text="4").wait_for()
+    wait_idle(wide)
+    assert wide.evaluate("scrollY") == scrolled
+    view = wide.evaluate(IN_VIEW, "enlarged")
+    assert view["top"] >= 0 and view["bottom"] <= view["screen"], view
+    wide.close()
