@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
+from app.i18n import strings
 from app.layout import NAV
 from tests.conftest import track_requests, warm_page
 from tests.e2e.conftest import shot, wait_idle
@@ -167,3 +168,55 @@ def test_tapping_a_head_on_a_phone_brings_its_chart_into_view(warm_context, serv
     view = wide.evaluate(IN_VIEW, "enlarged")
     assert view["top"] >= 0 and view["bottom"] <= view["screen"], view
     wide.close()
+
+
+# In the reference form and the two cards that need a reference: any visible HTML element drawn in
+# a red (text, border or outline), and any visible table with no rows or chart with no drawing.
+ALARMS = """() => {
+  const red = (colour) => {
+    const m = colour.match(/rgba?\\((\\d+), (\\d+), (\\d+)(?:, ([\\d.]+))?\\)/);
+    return m && (m[4] === undefined || Number(m[4]) > 0) && +m[1] > 170 && +m[2] < 120 && +m[3] < 90;
+  };
+  const out = [];
+  for (const box of document.querySelectorAll('#reference-form, #shift-title, #teacher-title')) {
+    const scope = box.closest('form, section');
+    for (const el of [scope, ...scope.querySelectorAll('*')]) {
+      if (el instanceof SVGElement || !el.checkVisibility()) continue;
+      const style = getComputedStyle(el);
+      const colours = [style.color, style.borderTopColor, style.borderLeftColor];
+      if (style.outlineStyle !== 'none') colours.push(style.outlineColor);
+      if (colours.some(red)) out.push(`red ${el.tagName} #${el.id}`);
+      if (el.tagName === 'TABLE' && !el.querySelector('tr')) out.push(`empty table #${el.id}`);
+      if (el.classList.contains('plot') && !el.querySelector('svg')) out.push(`empty chart #${el.id}`);
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize(("lang", "width", "height"), SIZES)
+def test_training_without_a_reference_is_a_calm_explained_state(warm_context, server, lang, width, height):
+    """A sentence with no human translation: no red, no empty table or chart; each card that needs a
+    reference says so in the page's language, and a typed reference fills them in."""
+    page = warm_page(warm_context, width, height, lang=lang, server=server)
+    page.goto(f"{server}/training?text={quote(SENTENCE)}")
+    wait_idle(page)
+    assert page.locator("#reference").input_value() == ""
+    # (no focus ring unasked: ALARMS finds the focused field's vermilion outline)
+    assert page.evaluate(ALARMS) == []
+    notes = page.locator(".needs-reference-note")
+    assert notes.count() == 2
+    wanted = strings(lang, "training")["training.needs_reference"]
+    for index in range(2):
+        assert notes.nth(index).is_visible() and notes.nth(index).text_content().strip() == wanted
+    shot(page, f"training-no-reference-{lang}-{width}")
+
+    page.locator("#reference").fill("老师告诉男孩他应该多读书。")
+    page.locator("#score-button").click()
+    page.locator("#teacher-table tbody tr").first.wait_for()
+    wait_idle(page)
+    assert notes.first.is_hidden() and notes.nth(1).is_hidden()
+    assert page.locator("#shift-table tbody tr").count() == 4
+    assert page.locator("#score-figure svg").count() > 0
+    assert page.evaluate(ALARMS) == []
+    page.close()
