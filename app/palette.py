@@ -2,8 +2,8 @@
 scale and the rule that sizes a colour scale to its values.
 
 Defined here once. ``app/plots.py`` builds every Plotly figure's colours from it;
-``static/css/app.css`` carries the same values as CSS custom properties (``python -m app.palette``
-prints that block, ``tests/app/test_palette.py`` holds the two equal); the browser reads them
+``static/css/app.css`` carries the same values as CSS custom properties, a block that
+``python -m app.palette --css`` writes (``tests/app/test_palette.py`` holds it fresh); the browser reads them
 back through ``ITT.palette`` (``static/js/palette.js``), so the x-ray's canvases and the server's
 figures colour one number alike.
 """
@@ -32,6 +32,10 @@ FILTERED = BLUE  # the distribution after the sampling filter (temperature, top-
 CHOSEN = ORANGE  # the character the decoder chose
 CHOSEN_INK = "#9a4a00"  # the chosen character as text: orange too light to read (2.1:1), this 6.2:1
 MASKED = "#d9d9d9"  # a masked (−∞) score
+
+# The page itself: its background, cards, text, muted text (WCAG AA on every surface, held by
+# tests/app/test_palette.py) and hairlines.
+PAGE = {"bg": "#f7f7f4", "card": "#ffffff", "ink": "#1d2330", "muted": "#5a6270", "line": "#d9dbe0"}
 
 # Type scale in rem (1 rem = 16 px): every font size on a page is one of these.
 TYPE_SCALE = {"xs": 0.75, "sm": 0.85, "md": 1.0, "lg": 1.2, "xl": 1.45, "2xl": 1.7, "3xl": 2.0}
@@ -63,7 +67,10 @@ def robust_scale(rows: list[list[float]]) -> float:
 
 def css_variables() -> dict[str, str]:
     """The palette as CSS custom properties, as ``static/css/app.css``'s ``:root`` holds them."""
-    names = {f"--div-{i}": c for i, c in enumerate(DIVERGING)}
+    # the page's accents: links and buttons, highlights, the keyboard focus ring
+    names = {f"--{name}": colour for name, colour in PAGE.items()}
+    names.update({"--accent": BLUE, "--accent-2": ORANGE, "--focus": VERMILION})
+    names.update({f"--div-{i}": c for i, c in enumerate(DIVERGING)})
     names.update({f"--seq-{i}": c for i, c in enumerate(SEQUENTIAL)})
     names.update({"--dist-model": MODEL, "--dist-filtered": FILTERED, "--chosen": CHOSEN,
                   "--chosen-ink": CHOSEN_INK, "--masked": MASKED, "--robust-share": str(ROBUST_SHARE)})
@@ -71,6 +78,51 @@ def css_variables() -> dict[str, str]:
     return names
 
 
+# app.css's :root holds the palette between these two lines, written by ``python -m app.palette --css``
+CSS_BEGIN = "  /* the palette: generated from app/palette.py by `python -m app.palette --css`; do not edit */"
+CSS_END = "  /* end of the palette */"
+
+
+def css_block() -> str:
+    """The palette's lines of app.css's ``:root``, its two marker lines included."""
+    lines = [f"  {name}: {value};" for name, value in css_variables().items()]
+    return "\n".join([CSS_BEGIN, *lines, CSS_END])
+
+
+def with_css_block(css: str) -> str:
+    """``css`` (app.css's text) with its palette block replaced by ``css_block()``."""
+    begin, end = css.find(CSS_BEGIN), css.find(CSS_END)
+    if begin < 0 or end < begin:
+        raise ValueError(f"app.css has no palette block: put the two lines {CSS_BEGIN.strip()!r} "
+                         f"and {CSS_END.strip()!r} inside its :root")
+    return css[:begin] + css_block() + css[end + len(CSS_END):]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``--css`` writes the palette into static/css/app.css; ``--check`` only says whether it is."""
+    import argparse
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m app.palette", description=main.__doc__)
+    parser.add_argument("--css", action="store_true", help="rewrite app.css's palette block")
+    parser.add_argument("--check", action="store_true", help="exit 1 if app.css's block is stale")
+    parser.add_argument("--file", type=Path,
+                        default=Path(__file__).resolve().parents[1] / "static" / "css" / "app.css")
+    args = parser.parse_args(argv)
+    if not (args.css or args.check):
+        print(css_block())
+        return 0
+    css = args.file.read_text(encoding="utf-8")
+    fresh = with_css_block(css)
+    if args.check:
+        if fresh != css:
+            print(f"{args.file}: the palette block is stale; run `python -m app.palette --css`")
+            return 1
+        return 0
+    if fresh != css:
+        args.file.write_text(fresh, encoding="utf-8")
+    return 0
+
+
 if __name__ == "__main__":
-    for name, value in css_variables().items():
-        print(f"  {name}: {value};")  # the block to paste into app.css's :root
+    raise SystemExit(main())

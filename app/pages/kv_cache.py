@@ -15,6 +15,7 @@ from pydantic import Field
 from app.api import timed
 from app.deps import EngineDep, LanguageDep, TranslatorDep, page_text
 from app.layout import render_page
+from app.palette import PLOT_FONT_PX
 from app.plots import (
     BLUE,
     DIVERGING,
@@ -159,7 +160,7 @@ def kv_rows_figure(rows: list[list[float]], tokens: list[str], words: dict[str, 
     heatmap = {"type": "heatmap", "z": rows, "x": list(range(len(rows[0]) if rows else 0)),
                "y": labels, "colorscale": DIVERGING, "zmin": -top, "zmax": top,
                "xgap": 1, "ygap": 1, "colorbar": {"thickness": 8},
-               "texttemplate": "%{z:.2f}" if len(rows) <= 24 else "", "textfont": {"size": 9},
+               "texttemplate": "%{z:.2f}" if len(rows) <= 24 else "", "textfont": {"size": PLOT_FONT_PX},
                "hovertemplate": f"{words['position']} %{{y}} · {words['dimension']} %{{x}}: "
                                 f"%{{z:.4f}}<extra></extra>"}
     layout = base_layout("", 80 + 22 * max(len(rows), 3), xaxis=plain_axis(words["dimension"], dtick=1),

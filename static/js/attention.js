@@ -80,6 +80,17 @@
     return data.kinds[choice.kind].find((c) => c.layer === choice.layer && c.head === choice.head);
   }
 
+  /** A tapped head brings the chart it changed into view: on a phone the enlarged head sits
+      below every grid, off-screen (a wide screen keeps it beside them, sticky, and does not move). */
+  function revealEnlarged() {
+    const card = document.querySelector(".enlarged");
+    const chart = document.getElementById("enlarged").getBoundingClientRect();
+    const header = document.querySelector("header.site")?.getBoundingClientRect().bottom ?? 0;
+    if (chart.top < Math.max(0, header) || chart.bottom > window.innerHeight) {
+      card.scrollIntoView({ block: "start" });
+    }
+  }
+
   async function select(choice, userAction) {
     if (!findCell(choice)) choice = { kind: choice.kind, layer: 0, head: 0, query: 0 };
     selected = choice;
@@ -94,6 +105,7 @@
     ITT.plot(document.getElementById("enlarged"), cell.figure);
     markImportance(choice);
     if (userAction) {
+      revealEnlarged();
       const query = ITT.params();
       query.set("kind", choice.kind);
       query.set("layer", choice.layer);
@@ -191,7 +203,6 @@
     button.addEventListener("click", () => {
       if (!data) return;
       select(choice, true).catch((error) => ITT.showError(error.message));
-      document.getElementById("enlarged-title").scrollIntoView({ block: "nearest" });
     });
   });
 

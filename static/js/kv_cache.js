@@ -25,7 +25,10 @@
 
   /** A K/V heatmap; on a narrow screen without the numbers in the cells (they would overlap). */
   function plotRows(node, figure) {
-    const narrow = node.clientWidth < 520;
+    // a cell prints its value ("-0.60", 12 px text) only where a column is wide enough for it:
+    // the chart's width less its margins and colour bar, shared by the columns
+    const columns = Math.max(1, figure.data[0].x.length);
+    const narrow = (node.clientWidth - 150) / columns < 42;
     const trace = Object.assign({}, figure.data[0], narrow ? { texttemplate: "" } : {});
     ITT.plot(node, { data: [trace], layout: figure.layout });
   }

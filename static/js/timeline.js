@@ -128,8 +128,9 @@
       const p = side.probs[index];
       item.append(ITT.element("span", token), ITT.element("span", p.toFixed(2), "prob"));
       item.title = `p = ${p.toFixed(4)}`;
-      // the paler the chip, the less sure the model was of this character
-      item.style.backgroundColor = `rgba(0, 114, 178, ${(0.08 + 0.5 * p).toFixed(3)})`;
+      // the paler the chip, the less sure the model was of this character (app.css's
+      // .prob-chips rule tints it with the palette's accent by --p)
+      item.style.setProperty("--p", p.toFixed(3));
       if (parted !== null && index >= parted && key === "b") item.classList.add("parted-to");
       return item;
     }));

@@ -172,7 +172,16 @@
       ...(set.examples.length ? [examples(set.examples)] : []));
   }
 
+  /** With a reference the two cards show its numbers; without one, each says what it needs
+      instead of an empty table and chart (nothing is computed without a correct answer). */
+  function showScored(scored) {
+    document.querySelectorAll(".needs-reference").forEach((part) => { part.hidden = !scored; });
+    document.querySelectorAll(".needs-reference-note").forEach((note) => { note.hidden = scored; });
+    document.getElementById("reference-form").classList.toggle("waiting", !scored);
+  }
+
   function drawScore(data) {
+    showScored(true);
     const n = data.labels.length;
     const free = data.greedy.slice(0, n);
     while (free.length < n) free.push("");
@@ -230,8 +239,8 @@
     if (reference) {
       drawScore(await ITT.api("/api/score", { text, reference }));
     } else {
+      showScored(false);
       document.getElementById("reference-source").textContent = ITT.t("training.ref_needed");
-      referenceInput.focus({ preventScroll: true });
     }
     await history;
   }

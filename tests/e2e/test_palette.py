@@ -141,3 +141,30 @@ def test_a_heads_thumbnail_shows_the_enlarged_heads_colours(page, server, kind):
     light = min(cells, key=lambda cell: cell["weight"])
     dark = max(cells, key=lambda cell: cell["weight"])
     assert sum(dark["thumbnail"][:3]) < sum(light["thumbnail"][:3]) - 30, (light, dark)
+
+
+def test_timelines_chips_take_the_palettes_accent(page, server):
+    """/timeline tints each character's chip by its probability with the palette's accent (CSS,
+    not a colour in the script): alpha 0.08 + 0.5 p over --accent's own channels."""
+    from app import palette  # the server's palette, the one app.css is generated from
+
+    page.goto(f"{server}/timeline")
+    page.locator("#probs-a li").first.wait_for()
+    chips = page.evaluate("""() => [...document.querySelectorAll('#probs-a li')].map((li) => {
+      const probe = document.createElement('span');
+      probe.style.color = getComputedStyle(li).backgroundColor;  // rgb channels 0-255, whatever the syntax
+      document.body.append(probe);
+      const canvas = document.createElement('canvas').getContext('2d');
+      canvas.fillStyle = getComputedStyle(probe).color;
+      canvas.fillRect(0, 0, 1, 1);
+      probe.remove();
+      return { p: Number(li.style.getPropertyValue('--p')), rgba: [...canvas.getImageData(0, 0, 1, 1).data] };
+    })""")
+    assert chips
+    accent = [int(palette.BLUE[i:i + 2], 16) for i in (1, 3, 5)]
+    for chip in chips:
+        alpha = round(255 * (0.08 + 0.5 * chip["p"]))
+        assert abs(chip["rgba"][3] - alpha) <= 2, chip
+        for channel, want in zip(chip["rgba"][:3], accent, strict=True):
+            # a canvas stores channels premultiplied by alpha: the paler, the coarser they come back
+            assert abs(channel - want) <= max(3, 160 / alpha), chip
