@@ -53,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TABLE_START = "| held-out split |"
 # The page thresholds measured on the served weights (each file records their sha256; a page whose
 # calibration is of other weights says "not judged"), so every ship measures them again.
-CALIBRATIONS = ("bench.coreference_calibration",)
+CALIBRATIONS = ("bench.coreference_calibration", "bench.warning_calibration")  # the latter reads --data
 
 
 def full_history(stage: Path) -> dict:
@@ -209,7 +209,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"{args.result} does not ship:\n- " + "\n- ".join(reasons))
     for module in CALIBRATIONS:  # tied to the weights' sha256: measured again on the new weights
         log.info("recalibrating: python -m %s --write", module)
-        subprocess.run([sys.executable, "-m", module, "--write"], cwd=ROOT, check=True)
+        extra = ["--data", str(args.data.resolve())] if module == "bench.warning_calibration" else []
+        subprocess.run([sys.executable, "-m", module, "--write", *extra], cwd=ROOT, check=True)
     print(f"shipped {args.result}: run the suite (bash scripts/test.sh) and look at /, /training and "
           "/timeline in both languages")
 
