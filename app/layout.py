@@ -15,7 +15,7 @@ from fastapi.templating import Jinja2Templates
 from app.i18n import COOKIE, LANGUAGES, Translate
 from app.model_facts import activation_name, model_facts
 from app.schemas import MAX_TEXT_CHARS
-from model.tokenizer import MAX_SOURCE_TOKENS
+from model.api import MAX_SOURCE_TOKENS
 
 
 def asset_folder(name: str) -> Path:

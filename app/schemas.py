@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from model.translator import InputError
+from model.api import InputError
 
 if TYPE_CHECKING:
-    from model.translator import Translator
+    from model.api import Translator
 
 # The sentence box's limit (its maxlength and hint say the same number; nothing cuts a text to
 # fit, a longer one is refused). Either limit can be the one a long sentence meets: 600
@@ -314,9 +314,9 @@ def model_schema(schema: dict, translator: Translator) -> dict:
                 node.clear()
                 node["$ref"] = "#/components/schemas/ChineseToken"
             elif name == "ablation_part":  # a part name with this model's layers and heads
-                from model.explain.ablation import part_pattern
+                from model.api import ablation
 
-                node["pattern"] = part_pattern(translator.config)
+                node["pattern"] = ablation.part_pattern(translator.config)
             elif name is not None:
                 node["maximum"] = maxima[name]
             for value in node.values():

@@ -11,7 +11,9 @@ give the same tokens, which the tests check.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -111,6 +113,30 @@ class Stopped(RuntimeError):
     """Decoding stopped because its ``should_stop`` said so (the caller no longer wants the answer)."""
 
 
+# The ``should_stop`` of the calls the current thread makes, for callers that cannot pass one to
+# every decoding function they reach (a server runs many kinds of call: see :func:`stop_when`).
+_SHOULD_STOP: ContextVar[Callable[[], bool] | None] = ContextVar("itt_should_stop", default=None)
+
+
+@contextmanager
+def stop_when(should_stop: Callable[[], bool]) -> Iterator[None]:
+    """Every decoding step (and every pass of a batched scoring) run inside this block first asks
+    ``should_stop``; when it answers True the call raises :class:`Stopped`. A ``should_stop``
+    passed to a function directly is asked instead."""
+    token = _SHOULD_STOP.set(should_stop)
+    try:
+        yield
+    finally:
+        _SHOULD_STOP.reset(token)
+
+
+def check_stop(should_stop: Callable[[], bool] | None = None) -> None:
+    """Raise :class:`Stopped` if ``should_stop`` (else the one :func:`stop_when` set) says so."""
+    stop = should_stop if should_stop is not None else _SHOULD_STOP.get()
+    if stop is not None and stop():
+        raise Stopped("decoding was asked to stop")
+
+
 class Decoder:
     """Steps the decoder of ``model/transformer.py``: new tokens in, the next position's logits
     out, <pad> and <bos> at -inf. With ``use_cache`` (the default) a step runs the layers over the
@@ -118,8 +144,9 @@ class Decoder:
     every step runs them over the whole prefix again. The same layers either way, so both choose
     the same tokens (the tests check). ``ablation`` switches parts off at every step.
 
-    ``should_stop``, if given, is called before every step; when it answers True the step raises
-    :class:`Stopped` instead of running (how a server stops a call nobody waits for any more)."""
+    ``should_stop``, if given (else the one :func:`stop_when` set), is called before every step;
+    when it answers True the step raises :class:`Stopped` instead of running (how a server stops
+    a call nobody waits for any more)."""
 
     def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, capacity: int,
                  ablation: Ablation | None = None, use_cache: bool = True,
@@ -136,8 +163,7 @@ class Decoder:
 
     def step(self, new_ids: Tensor) -> Tensor:
         """Append ``new_ids`` (B,) and return the logits for the next position (B, V)."""
-        if self.should_stop is not None and self.should_stop():
-            raise Stopped("decoding was asked to stop")
+        check_stop(self.should_stop)
         if self.cache is not None:
             logits = self.model.decode(new_ids[:, None], self.memory, self.src_ids,
                                        ablation=self.ablation, cache=self.cache)
