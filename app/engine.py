@@ -363,15 +363,7 @@ class Engine:
 
 
 def options(request: TranslateRequest) -> DecodingOptions:
-    return DecodingOptions(
-        strategy=request.strategy,
-        temperature=request.temperature,
-        top_k=request.top_k,
-        top_p=request.top_p,
-        beam_size=request.beam_size,
-        max_len=request.max_len,
-        seed=request.seed,
-    )
+    return request.decoding()
 
 
 def _with_options(trace: Trace, echo: dict) -> Trace:

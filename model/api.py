@@ -16,6 +16,9 @@ from __future__ import annotations
 from model.adapters.loading import load_translator
 from model.decoding import (
     LENGTH_PENALTY,
+    LIMITS,
+    MAX_SEED,
+    MIN_TEMPERATURE,
     STRATEGIES,
     DecodingOptions,
     Stopped,
@@ -40,7 +43,8 @@ from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from model.translator import CheckpointError, InputError, Translator, set_threads
 
 __all__ = [
-    "ADD_NORM_NAMES", "BOS_ID", "EOS_ID", "LENGTH_PENALTY", "MAX_SOURCE_TOKENS", "PAD_ID",
+    "ADD_NORM_NAMES", "BOS_ID", "EOS_ID", "LENGTH_PENALTY", "LIMITS", "MAX_SEED", "MAX_SOURCE_TOKENS",
+    "MIN_TEMPERATURE", "PAD_ID",
     "RECIPES", "STRATEGIES", "TIMELINE_FOLDER", "TIMELINE_MANIFEST", "UNK_ID",
     "CheckpointError", "ChineseTokenizer", "DecodingOptions", "EnglishTokenizer", "InputError",
     "RecordedPass", "Side", "Stopped", "Timeline", "Trace", "Translator",

@@ -34,11 +34,67 @@ from model.transformer import (
 
 STRATEGIES = ("greedy", "sample", "beam")
 LENGTH_PENALTY = 0.6  # GNMT's α: the default of every beam search; pages read it from a trace's options
+# Below this, logits / temperature overflows float32 for confident steps (softmax turns to NaN).
+MIN_TEMPERATURE = 0.05
+MAX_SEED = 2**31 - 1
 __all__ = ["NEVER_GENERATED", "mask_special"]  # decoding's names, defined with the model's output
 
 
 @dataclass(frozen=True)
+class Limit:
+    """The values one decoding option may take: ``minimum``–``maximum`` (the minimum itself
+    excluded when ``above``); ``optional``: None is allowed too (the option is off)."""
+
+    minimum: float
+    maximum: float
+    integer: bool = False
+    above: bool = False
+    optional: bool = False
+
+    def allows(self, value) -> bool:
+        if value is None:
+            return self.optional
+        if self.integer and (isinstance(value, bool) or not isinstance(value, int)):
+            return False
+        low = value > self.minimum if self.above else value >= self.minimum
+        return low and value <= self.maximum
+
+    @property
+    def span(self) -> str:
+        """The range in words: "1–8", "(0, 1]"."""
+        low, high = (f"{v}" if isinstance(v, int) else f"{v:g}" for v in (self.minimum, self.maximum))
+        return f"({low}, {high}]" if self.above else f"{low}–{high}"
+
+    def bounds(self) -> dict[str, float]:
+        """The range as a JSON-schema / pydantic ``Field`` takes it: ge or gt, and le."""
+        return {"gt" if self.above else "ge": self.minimum, "le": self.maximum}
+
+
+# Every option a caller may set, with its limits; which strategy reads which is STRATEGY_OPTIONS.
+LIMITS: dict[str, Limit] = {
+    "temperature": Limit(MIN_TEMPERATURE, 5.0),
+    "top_k": Limit(1, 1000, integer=True, optional=True),
+    "top_p": Limit(0.0, 1.0, above=True, optional=True),
+    "beam_size": Limit(1, 8, integer=True),
+    "max_len": Limit(1, 256, integer=True),
+    "seed": Limit(0, MAX_SEED, integer=True, optional=True),
+}
+# The options each strategy reads besides max_len, which all of them read (the others it ignores:
+# two requests that differ only there are the same translation, one cache entry).
+STRATEGY_OPTIONS: dict[str, tuple[str, ...]] = {
+    "greedy": (),
+    "sample": ("temperature", "top_k", "top_p", "seed"),
+    "beam": ("beam_size", "length_penalty"),
+}
+EVERY_STRATEGY = ("max_len",)
+
+
+@dataclass(frozen=True)
 class DecodingOptions:
+    """How to decode: the strategy and the options it reads. It checks its own values
+    (:data:`LIMITS`), knows which options each strategy reads (:meth:`reads`) and gives the key
+    under which two equal decodings are one (:meth:`cache_key`)."""
+
     strategy: str = "greedy"
     temperature: float = 1.0
     top_k: int | None = None
@@ -52,16 +108,42 @@ class DecodingOptions:
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}")
-        if not 0 < self.temperature <= 5:
-            raise ValueError("temperature must be in (0, 5]")
-        if self.top_k is not None and self.top_k < 1:
-            raise ValueError("top_k must be at least 1")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise ValueError("top_p must be in (0, 1]")
-        if not 1 <= self.beam_size <= 8:
-            raise ValueError("beam_size must be between 1 and 8")
-        if not 1 <= self.max_len <= 256:
-            raise ValueError("max_len must be between 1 and 256")
+        for name, limit in LIMITS.items():
+            if not limit.allows(getattr(self, name)):
+                kind = "a whole number" if limit.integer else "a number"
+                none = " or null" if limit.optional else ""
+                raise ValueError(f"{name} must be {kind} in {limit.span}{none}")
+
+    @staticmethod
+    def reads(strategy: str) -> tuple[str, ...]:
+        """The options ``strategy`` reads (max_len included)."""
+        return (*STRATEGY_OPTIONS[strategy], *EVERY_STRATEGY)
+
+    def cache_key(self) -> tuple:
+        """Equal decodings → equal keys: the strategy and the options it reads, the others left
+        out (an unseeded sampling draws with seed 0, so None and 0 are one key)."""
+        read = self.reads(self.strategy)
+        values = {name: getattr(self, name) if name in read else None for name in (
+            "temperature", "top_k", "top_p", "seed", "beam_size", "length_penalty", "max_len")}
+        if self.strategy == "sample":
+            values["seed"] = self.seed or 0
+        return (self.strategy, *values.values(), self.use_cache)
+
+    @staticmethod
+    def contract() -> dict:
+        """The strategies and their options as the pages read them (JSON in every page): what
+        each strategy reads, and each option's type, range and default."""
+        defaults = DecodingOptions()
+        return {
+            "strategies": list(STRATEGIES),
+            "default": defaults.strategy,
+            "reads": {strategy: [name for name in DecodingOptions.reads(strategy) if name in LIMITS]
+                      for strategy in STRATEGIES},
+            "options": {name: {"type": "integer" if limit.integer else "number",
+                               "min": limit.minimum, "max": limit.maximum, "above": limit.above,
+                               "optional": limit.optional, "default": getattr(defaults, name)}
+                        for name, limit in LIMITS.items()},
+        }
 
 
 @dataclass(slots=True)  # a search makes hundreds: no __dict__ each
