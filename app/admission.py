@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from app.costs import Costs
 from app.tickets import Busy, Ticket
-from model.decoding import DecodingOptions
+from model.api import DecodingOptions
 
 # Of each request's time limit, what the plan keeps free: the route's own work before and after
 # the model (figures, JSON) and estimates that run long.

@@ -22,7 +22,7 @@ from app.schemas import (
     TranslateRequest,
     TranslateResponse,
 )
-from model.explain.trace import Trace
+from model.api import Trace
 
 router = APIRouter()
 

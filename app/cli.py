@@ -260,8 +260,7 @@ def parser(prog: str, with_command: bool) -> argparse.ArgumentParser:
 
 def check_checkpoint(path: Path | str) -> str | None:
     """Load the model once; the error message if it cannot be served, else None."""
-    from model.adapters.loading import load_translator
-    from model.translator import CheckpointError
+    from model.api import CheckpointError, load_translator
 
     try:
         load_translator(path)
@@ -286,8 +285,7 @@ def serve(argv: list[str] | None = None, prog: str = "python -m app",
     workers = settings.worker_count
     if workers == 1:
         from app.main import create_app
-        from model.adapters.loading import load_translator
-        from model.translator import CheckpointError
+        from model.api import CheckpointError, load_translator
 
         try:
             translator = load_translator(settings.model_source)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from model.decoding import DecodingOptions
-from model.explain.trace import Trace
+from model.api import DecodingOptions, Trace
 
 # A call of a function never measured on this server is assumed to take this long, unless the
 # function says how long it can take (a ``prior_s`` attribute: the KV-cache race stops itself

@@ -12,7 +12,7 @@ from fastapi import Depends, Request
 from app.engine import Engine
 from app.i18n import COOKIE, Translate, choose_language
 from app.settings import Settings
-from model.translator import Translator
+from model.api import Translator
 
 
 async def get_translator(request: Request) -> Translator:

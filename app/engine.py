@@ -15,15 +15,15 @@ A class pressing "Translate" at once must not take the server down, so :meth:`En
   (:class:`Busy`: 503 + Retry-After) — ``app/admission.py`` makes that plan;
 - **cancels**: each request carries a :class:`Ticket` (its deadline; cancelled when the client
   disconnects or the time limit answers 503). A queued call whose ticket is cancelled never runs;
-  a running one stops at its next encoder or decoder layer (a forward pre-hook checks the ticket),
-  so nothing keeps computing for an answer nobody will read;
+  a running one stops at its next decoding step (the decoding loop asks the ticket, through
+  the model's ``stop_when``), so nothing keeps computing for an answer nobody will read;
 - **splits the time** a request spent waiting for the model thread from the time it computed
   (the ticket adds both up; ``Server-Timing: queue;dur=…, model;dur=…``);
 - **gives memory back** when its thread falls idle (``app/memory.py``): what a burst allocated
   is returned to the system, not kept by the allocator for the next one.
 
 The rooms it uses: ``app/admission.py`` (who is admitted, in what order, when to come back),
-``app/tickets.py`` (the ticket, cancellation, the layer hook), ``app/costs.py`` (what each kind
+``app/tickets.py`` (the ticket and cancellation), ``app/costs.py`` (what each kind
 of call costs, learnt) and ``app/trace_cache.py`` (the traces kept, bounded by bytes as well as
 by count).
 """
@@ -50,16 +50,12 @@ from app.tickets import (
     Busy,
     Cancelled,
     Ticket,
-    cancellable,
-    running,
 )
 from app.trace_cache import TraceCache, trace_bytes
-from model.decoding import DecodingOptions
-from model.explain.trace import Trace
-from model.translator import Translator
+from model.api import DecodingOptions, Stopped, Trace, Translator, stop_when
 
 __all__ = ["CURRENT_TICKET", "REQUEST_OVER", "Busy", "Cancelled", "Engine", "Estimate", "Ticket",
-           "cancellable", "options", "trace_bytes"]  # the engine's names, wherever they live
+           "options", "trace_bytes"]  # the engine's names, wherever they live
 Result = TypeVar("Result")
 log = logging.getLogger("app")
 
@@ -76,7 +72,7 @@ class Engine:
         self.costs = Costs()
         self.admission = Admission(self.costs, max_queue)
         self.model_calls = 0  # how many traces the model really computed (tests read this)
-        self.layer_calls = 0  # encoder/decoder layers run on the model thread (tests read this)
+        self.stop_checks = 0  # decoding steps that asked their ticket first (tests read this)
         self.pending = 0  # calls submitted and not finished: running + queued
         self._follow = self.costs.follow  # (tests read what a route was learnt to ask)
         self._queue: list[Job] = []
@@ -85,7 +81,6 @@ class Engine:
         # Every model run happens on this one thread, one at a time: on a small CPU, parallel runs
         # only fight over the cores and the GIL (measured in bench/: throughput went up, not down).
         self._thread: threading.Thread | None = None
-        cancellable(translator.model)
 
     @property
     def max_queue(self) -> int:
@@ -267,8 +262,10 @@ class Engine:
             if remaining is not None and remaining < expected:
                 # it would be stopped at the deadline anyway: leave the time to calls that finish
                 raise Cancelled(ticket.too_long())
-            with running(self, ticket):
+            with stop_when(self._should_stop(ticket)):
                 result = job.call(*job.args, **job.kwargs)
+        except Stopped:  # the decoding loop asked the ticket: the request is gone or too late
+            error = Cancelled(ticket.reason or ticket.too_long())
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting request
             error = exc
         finally:
@@ -284,6 +281,15 @@ class Engine:
                 # the error's traceback holds this frame: without its locals, no cycle through
                 # the job's future back to the error (as concurrent.futures' own workers do)
                 job = error = None
+
+    def _should_stop(self, ticket: Ticket) -> Callable[[], bool]:
+        """The ``should_stop`` a call on the model thread decodes with: is its ticket cancelled?"""
+        def should_stop() -> bool:
+            if ticket.cancelled:
+                return True
+            self.stop_checks += 1  # only the model thread counts: no lock
+            return False
+        return should_stop
 
     def _learn(self, job: Job, seconds: float, finished: bool) -> None:
         """After a call: count its time to its request and route, learn how long its kind
@@ -357,15 +363,7 @@ class Engine:
 
 
 def options(request: TranslateRequest) -> DecodingOptions:
-    return DecodingOptions(
-        strategy=request.strategy,
-        temperature=request.temperature,
-        top_k=request.top_k,
-        top_p=request.top_p,
-        beam_size=request.beam_size,
-        max_len=request.max_len,
-        seed=request.seed,
-    )
+    return request.decoding()
 
 
 def _with_options(trace: Trace, echo: dict) -> Trace:

@@ -22,7 +22,7 @@ from app.i18n import COOKIE, choose_language
 from app.layout import render_page
 from app.schemas import NotFound
 from app.tickets import Busy, Cancelled
-from model.translator import InputError
+from model.api import InputError
 
 
 def install(app: FastAPI) -> None:

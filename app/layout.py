@@ -14,8 +14,8 @@ from fastapi.templating import Jinja2Templates
 
 from app.i18n import COOKIE, LANGUAGES, Translate
 from app.model_facts import activation_name, model_facts
-from app.schemas import MAX_TEXT_CHARS
-from model.tokenizer import MAX_SOURCE_TOKENS
+from app.schemas import MAX_TEXT_CHARS, decoding_contract
+from model.api import MAX_SOURCE_TOKENS
 
 
 def asset_folder(name: str) -> Path:
@@ -77,6 +77,7 @@ def render_page(request: Request, page: str, lang: str, **context) -> HTMLRespon
             "examples": EXAMPLES,
             "text": text,
             "max_chars": MAX_TEXT_CHARS,
+            "decoding": decoding_contract(),  # the strategies and their options (common.js)
             "max_pieces": MAX_SOURCE_TOKENS,
             "text_refused": refusal(translator, text, t),
             "config": translator.config,

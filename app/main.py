@@ -30,8 +30,7 @@ from app.pages import (
 )
 from app.schemas import model_schema
 from app.settings import Settings
-from model.adapters.loading import load_translator
-from model.translator import Translator, set_threads
+from model.api import Translator, load_translator, set_threads
 
 # Every page: app/pages/<page>.py, templates/<page>.html, static/js/<page>.js (the x-ray:
 # static/js/xray/), app/locales/*/<page>.json.

@@ -4,7 +4,7 @@ model (templates pick their strings by these values, e.g. ``emb.pe_formula.halve
 
 from __future__ import annotations
 
-from model.tokenizer import ChineseTokenizer, EnglishTokenizer
+from model.api import ChineseTokenizer, EnglishTokenizer
 
 ACTIVATION_NAMES = {"relu": "ReLU", "swish": "SiLU", "silu": "SiLU", "gelu": "GELU"}
 

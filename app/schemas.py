@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from model.translator import InputError
+from model.api import LIMITS, MAX_SEED, MIN_TEMPERATURE, STRATEGIES, DecodingOptions, InputError
 
 if TYPE_CHECKING:
-    from model.translator import Translator
+    from model.api import Translator
 
 # The sentence box's limit (its maxlength and hint say the same number; nothing cuts a text to
 # fit, a longer one is refused). Either limit can be the one a long sentence meets: 600
@@ -36,10 +36,8 @@ if TYPE_CHECKING:
 # checked after tokenizing (TOKENS_RULE), on the page before anything is sent (app/layout.py).
 MAX_TEXT_CHARS = 600
 MAX_FORCED = 128
-MAX_SEED = 2**31 - 1
-# Below this, logits / temperature overflows float32 for confident steps (softmax turns to NaN);
-# the pages' sliders start here too.
-MIN_TEMPERATURE = 0.05
+MAX_LEN = 128  # the most Chinese tokens a request may ask for (the model allows more: a serving cap)
+__all__ = ["MAX_SEED", "MIN_TEMPERATURE"]  # decoding's own limits (model/decoding.py), named here too
 # A Latin letter, with or without accents: A–Z, Latin-1's letters, Latin Extended-A/B and
 # Latin Extended Additional. NFC keeps a text that has one having one ("A" + U+0300 composes to
 # "À", inside the class; tests/app/test_schemas_nfc.py checks every code point), so the schema's
@@ -77,7 +75,7 @@ def model_limit(name: str) -> dict:
     return {MODEL_LIMIT: name}
 
 
-Strategy = Literal["greedy", "sample", "beam"]
+Strategy = Literal[STRATEGIES]  # model/decoding.py's list
 MAX_TOKEN_CHARS = 8
 TargetToken = Annotated[str, Field(min_length=1, max_length=MAX_TOKEN_CHARS,
                                    json_schema_extra=model_limit("chinese_token"))]
@@ -100,6 +98,28 @@ class Strict(BaseModel):
                 else nfc(value) for key, value in data.items()}
 
 
+def option(name: str, default, what: str | None = None, maximum: float | None = None,
+           note: str | None = None):
+    """A request field for decoding option ``name``, with the model's limits (``LIMITS``; a lower
+    ``maximum`` where the server caps it) and a description naming the strategies that read it."""
+    limit = LIMITS[name]
+    bounds = limit.bounds() | ({"le": maximum} if maximum is not None else {})
+    readers = [strategy for strategy in STRATEGIES if name in DecodingOptions.reads(strategy)]
+    span = limit.span if maximum is None else f"{limit.minimum:g}–{maximum:g}"
+    who = ("read by every strategy" if len(readers) == len(STRATEGIES)
+           else f"read by {' and '.join(readers)} only")
+    words = "; ".join(part for part in (what, who, span, note) if part)
+    return Field(default, **bounds, description=words)
+
+
+def decoding_contract() -> dict:
+    """The strategies and their options as the pages read them (page data: common.js and the
+    x-ray's what-ifs), with max_len's cap the server's."""
+    contract = DecodingOptions.contract()
+    contract["options"]["max_len"] |= {"max": MAX_LEN, "default": MAX_LEN}
+    return contract
+
+
 class TranslateRequest(Strict):
     """One sentence and how to decode it."""
 
@@ -110,35 +130,29 @@ class TranslateRequest(Strict):
                     "and at most 128 tokens",
     )
     strategy: Strategy = "greedy"
-    temperature: float = Field(1.0, ge=MIN_TEMPERATURE, le=5,
-                               description=f"sampling only; {MIN_TEMPERATURE}–5")
-    top_k: int | None = Field(None, ge=1, le=1000, description="sampling only; 1–1000")
-    top_p: float | None = Field(None, gt=0, le=1, description="sampling only; (0, 1]")
-    beam_size: int = Field(4, ge=1, le=8, description="beam search only; 1–8")
-    max_len: int = Field(128, ge=1, le=128, description="most Chinese tokens to produce; 1–128 "
-                                                        "(raised to forced_prefix's length when "
-                                                        "that is longer)")
-    seed: int | None = Field(None, ge=0, le=MAX_SEED, description="sampling seed")
+    temperature: float = option("temperature", 1.0)
+    top_k: int | None = option("top_k", None)
+    top_p: float | None = option("top_p", None)
+    beam_size: int = option("beam_size", 4)
+    max_len: int = option("max_len", MAX_LEN, "most Chinese tokens to produce", maximum=MAX_LEN,
+                          note="raised to forced_prefix's length when that is longer")
+    seed: int | None = option("seed", None, "sampling seed")
 
     @field_validator("text")
     @classmethod
     def english_text(cls, text: str) -> str:
         return english(text)
 
+    def decoding(self) -> DecodingOptions:
+        """The request's decoding options (the model's own object, which checks them again)."""
+        return DecodingOptions(strategy=self.strategy, temperature=self.temperature,
+                               top_k=self.top_k, top_p=self.top_p, beam_size=self.beam_size,
+                               max_len=self.max_len, seed=self.seed)
+
     def cache_key(self) -> tuple:
-        """The same translation → the same key: options a strategy ignores are dropped."""
-        sample = self.strategy == "sample"
-        return (
-            self.text,
-            self.strategy,
-            self.temperature if sample else None,
-            self.top_k if sample else None,
-            self.top_p if sample else None,
-            (self.seed or 0) if sample else None,
-            self.beam_size if self.strategy == "beam" else None,
-            self.max_len,
-            tuple(getattr(self, "forced_prefix", ())),
-        )
+        """The same translation → the same key: the text, the decoding's own key (options its
+        strategy ignores are dropped: ``DecodingOptions.cache_key``) and any forced prefix."""
+        return (self.text, self.decoding().cache_key(), tuple(getattr(self, "forced_prefix", ())))
 
 
 class QueryModel(BaseModel):
@@ -314,9 +328,9 @@ def model_schema(schema: dict, translator: Translator) -> dict:
                 node.clear()
                 node["$ref"] = "#/components/schemas/ChineseToken"
             elif name == "ablation_part":  # a part name with this model's layers and heads
-                from model.explain.ablation import part_pattern
+                from model.api import ablation
 
-                node["pattern"] = part_pattern(translator.config)
+                node["pattern"] = ablation.part_pattern(translator.config)
             elif name is not None:
                 node["maximum"] = maxima[name]
             for value in node.values():

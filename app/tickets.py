@@ -1,21 +1,19 @@
 """Cancellation: each request's ticket (its deadline, whether it was cancelled, the time it spent
-queued and computing), and the layer hook that stops a model call once its ticket is cancelled.
+queued and computing).
 
 The RequestTimeout middleware gives every request a :class:`Ticket` (``CURRENT_TICKET``); the
-engine (``app/engine.py``) runs its calls with it. A running call stops at its next encoder or
-decoder layer: :func:`cancellable` hangs a forward pre-hook on every layer that checks the ticket
-of the call the model thread is running (the cached decode step, ``model/lean.py``, runs each
-layer through its module call, so the hook runs at every step too).
+engine (``app/engine.py``) runs its calls with it. A running call stops at its next decoding
+step: the engine runs it inside the model's ``stop_when(should_stop)``, and the decoding loop
+(``model/decoding.py``) asks ``should_stop`` — "is this ticket cancelled?" — before every step.
+No layer is hooked: the app never touches the model's modules.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from contextvars import ContextVar
-from weakref import WeakSet
 
 
 class Busy(RuntimeError):
@@ -83,36 +81,3 @@ class Ticket:
 # that runs a sync route. Direct callers (tests, scripts) have none: no deadline, never cancelled.
 CURRENT_TICKET: ContextVar[Ticket | None] = ContextVar("itt_ticket", default=None)
 REQUEST_OVER = "the request is over"  # the reason RequestTimeout closes a finished request with
-
-_running = threading.local()  # on the model thread: the engine and ticket of the call in progress
-_hooked: WeakSet = WeakSet()  # models whose layers already check the running ticket
-
-
-@contextmanager
-def running(engine, ticket: Ticket) -> Iterator[None]:
-    """Mark ``ticket``'s call as the one the calling (model) thread runs for ``engine``: the layer
-    hooks check that ticket and count the layers into ``engine.layer_calls``."""
-    _running.job = (engine, ticket)
-    try:
-        yield
-    finally:
-        _running.job = None
-
-
-def _checkpoint(module, args) -> None:
-    """Forward pre-hook on every encoder/decoder layer: stop if cancelled, else count the layer."""
-    job = getattr(_running, "job", None)
-    if job is not None:
-        engine, ticket = job
-        ticket.check()
-        engine.layer_calls += 1
-
-
-def cancellable(model) -> None:
-    """Make ``model``'s encoder and decoder layers check the running request's ticket, so a call
-    on the model thread stops at its next layer once its request is cancelled (the served model
-    gets this from its engine; another one, e.g. a training snapshot, when it is loaded)."""
-    if model not in _hooked:
-        for layer in (*model.encoder_layers, *model.decoder_layers):
-            layer.register_forward_pre_hook(_checkpoint)
-        _hooked.add(model)

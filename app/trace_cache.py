@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 
-from model.explain.trace import Trace
+from model.api import Trace
 
 
 class TraceCache:

@@ -130,8 +130,8 @@ def plain_view(client, body: dict) -> dict:
     state = client.app.state
     trace, _ = state.engine.trace(XrayRequest(**body))
     vocabulary = state.translator.chinese.vocabulary
-    model = state.translator.model
-    view_body, strips_body = xray.view(trace, vocabulary, model=model), xray.decoder_strips_view(trace, model)
+    norms = state.translator.norm_parameters()
+    view_body, strips_body = xray.view(trace, vocabulary, norms=norms), xray.decoder_strips_view(trace, norms)
     header, arrays = xray.unpack_all(view_body, strips_body)
     _, every = xray.unpack(xray.heads_view(trace))
     before = {}

@@ -11,7 +11,9 @@ give the same tokens, which the tests check.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -32,11 +34,67 @@ from model.transformer import (
 
 STRATEGIES = ("greedy", "sample", "beam")
 LENGTH_PENALTY = 0.6  # GNMT's α: the default of every beam search; pages read it from a trace's options
+# Below this, logits / temperature overflows float32 for confident steps (softmax turns to NaN).
+MIN_TEMPERATURE = 0.05
+MAX_SEED = 2**31 - 1
 __all__ = ["NEVER_GENERATED", "mask_special"]  # decoding's names, defined with the model's output
 
 
 @dataclass(frozen=True)
+class Limit:
+    """The values one decoding option may take: ``minimum``–``maximum`` (the minimum itself
+    excluded when ``above``); ``optional``: None is allowed too (the option is off)."""
+
+    minimum: float
+    maximum: float
+    integer: bool = False
+    above: bool = False
+    optional: bool = False
+
+    def allows(self, value) -> bool:
+        if value is None:
+            return self.optional
+        if self.integer and (isinstance(value, bool) or not isinstance(value, int)):
+            return False
+        low = value > self.minimum if self.above else value >= self.minimum
+        return low and value <= self.maximum
+
+    @property
+    def span(self) -> str:
+        """The range in words: "1–8", "(0, 1]"."""
+        low, high = (f"{v}" if isinstance(v, int) else f"{v:g}" for v in (self.minimum, self.maximum))
+        return f"({low}, {high}]" if self.above else f"{low}–{high}"
+
+    def bounds(self) -> dict[str, float]:
+        """The range as a JSON-schema / pydantic ``Field`` takes it: ge or gt, and le."""
+        return {"gt" if self.above else "ge": self.minimum, "le": self.maximum}
+
+
+# Every option a caller may set, with its limits; which strategy reads which is STRATEGY_OPTIONS.
+LIMITS: dict[str, Limit] = {
+    "temperature": Limit(MIN_TEMPERATURE, 5.0),
+    "top_k": Limit(1, 1000, integer=True, optional=True),
+    "top_p": Limit(0.0, 1.0, above=True, optional=True),
+    "beam_size": Limit(1, 8, integer=True),
+    "max_len": Limit(1, 256, integer=True),
+    "seed": Limit(0, MAX_SEED, integer=True, optional=True),
+}
+# The options each strategy reads besides max_len, which all of them read (the others it ignores:
+# two requests that differ only there are the same translation, one cache entry).
+STRATEGY_OPTIONS: dict[str, tuple[str, ...]] = {
+    "greedy": (),
+    "sample": ("temperature", "top_k", "top_p", "seed"),
+    "beam": ("beam_size", "length_penalty"),
+}
+EVERY_STRATEGY = ("max_len",)
+
+
+@dataclass(frozen=True)
 class DecodingOptions:
+    """How to decode: the strategy and the options it reads. It checks its own values
+    (:data:`LIMITS`), knows which options each strategy reads (:meth:`reads`) and gives the key
+    under which two equal decodings are one (:meth:`cache_key`)."""
+
     strategy: str = "greedy"
     temperature: float = 1.0
     top_k: int | None = None
@@ -50,16 +108,42 @@ class DecodingOptions:
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}")
-        if not 0 < self.temperature <= 5:
-            raise ValueError("temperature must be in (0, 5]")
-        if self.top_k is not None and self.top_k < 1:
-            raise ValueError("top_k must be at least 1")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise ValueError("top_p must be in (0, 1]")
-        if not 1 <= self.beam_size <= 8:
-            raise ValueError("beam_size must be between 1 and 8")
-        if not 1 <= self.max_len <= 256:
-            raise ValueError("max_len must be between 1 and 256")
+        for name, limit in LIMITS.items():
+            if not limit.allows(getattr(self, name)):
+                kind = "a whole number" if limit.integer else "a number"
+                none = " or null" if limit.optional else ""
+                raise ValueError(f"{name} must be {kind} in {limit.span}{none}")
+
+    @staticmethod
+    def reads(strategy: str) -> tuple[str, ...]:
+        """The options ``strategy`` reads (max_len included)."""
+        return (*STRATEGY_OPTIONS[strategy], *EVERY_STRATEGY)
+
+    def cache_key(self) -> tuple:
+        """Equal decodings → equal keys: the strategy and the options it reads, the others left
+        out (an unseeded sampling draws with seed 0, so None and 0 are one key)."""
+        read = self.reads(self.strategy)
+        values = {name: getattr(self, name) if name in read else None for name in (
+            "temperature", "top_k", "top_p", "seed", "beam_size", "length_penalty", "max_len")}
+        if self.strategy == "sample":
+            values["seed"] = self.seed or 0
+        return (self.strategy, *values.values(), self.use_cache)
+
+    @staticmethod
+    def contract() -> dict:
+        """The strategies and their options as the pages read them (JSON in every page): what
+        each strategy reads, and each option's type, range and default."""
+        defaults = DecodingOptions()
+        return {
+            "strategies": list(STRATEGIES),
+            "default": defaults.strategy,
+            "reads": {strategy: [name for name in DecodingOptions.reads(strategy) if name in LIMITS]
+                      for strategy in STRATEGIES},
+            "options": {name: {"type": "integer" if limit.integer else "number",
+                               "min": limit.minimum, "max": limit.maximum, "above": limit.above,
+                               "optional": limit.optional, "default": getattr(defaults, name)}
+                        for name, limit in LIMITS.items()},
+        }
 
 
 @dataclass(slots=True)  # a search makes hundreds: no __dict__ each
@@ -111,6 +195,30 @@ class Stopped(RuntimeError):
     """Decoding stopped because its ``should_stop`` said so (the caller no longer wants the answer)."""
 
 
+# The ``should_stop`` of the calls the current thread makes, for callers that cannot pass one to
+# every decoding function they reach (a server runs many kinds of call: see :func:`stop_when`).
+_SHOULD_STOP: ContextVar[Callable[[], bool] | None] = ContextVar("itt_should_stop", default=None)
+
+
+@contextmanager
+def stop_when(should_stop: Callable[[], bool]) -> Iterator[None]:
+    """Every decoding step (and every pass of a batched scoring) run inside this block first asks
+    ``should_stop``; when it answers True the call raises :class:`Stopped`. A ``should_stop``
+    passed to a function directly is asked instead."""
+    token = _SHOULD_STOP.set(should_stop)
+    try:
+        yield
+    finally:
+        _SHOULD_STOP.reset(token)
+
+
+def check_stop(should_stop: Callable[[], bool] | None = None) -> None:
+    """Raise :class:`Stopped` if ``should_stop`` (else the one :func:`stop_when` set) says so."""
+    stop = should_stop if should_stop is not None else _SHOULD_STOP.get()
+    if stop is not None and stop():
+        raise Stopped("decoding was asked to stop")
+
+
 class Decoder:
     """Steps the decoder of ``model/transformer.py``: new tokens in, the next position's logits
     out, <pad> and <bos> at -inf. With ``use_cache`` (the default) a step runs the layers over the
@@ -118,8 +226,9 @@ class Decoder:
     every step runs them over the whole prefix again. The same layers either way, so both choose
     the same tokens (the tests check). ``ablation`` switches parts off at every step.
 
-    ``should_stop``, if given, is called before every step; when it answers True the step raises
-    :class:`Stopped` instead of running (how a server stops a call nobody waits for any more)."""
+    ``should_stop``, if given (else the one :func:`stop_when` set), is called before every step;
+    when it answers True the step raises :class:`Stopped` instead of running (how a server stops
+    a call nobody waits for any more)."""
 
     def __init__(self, model: Transformer, src_ids: Tensor, memory: Tensor, capacity: int,
                  ablation: Ablation | None = None, use_cache: bool = True,
@@ -136,8 +245,7 @@ class Decoder:
 
     def step(self, new_ids: Tensor) -> Tensor:
         """Append ``new_ids`` (B,) and return the logits for the next position (B, V)."""
-        if self.should_stop is not None and self.should_stop():
-            raise Stopped("decoding was asked to stop")
+        check_stop(self.should_stop)
         if self.cache is not None:
             logits = self.model.decode(new_ids[:, None], self.memory, self.src_ids,
                                        ablation=self.ablation, cache=self.cache)

@@ -22,7 +22,6 @@ import json
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -158,10 +157,8 @@ class TimelineError(ValueError):
 class Timeline:
     """The packed snapshots of one run: the manifest at once, each snapshot's weights on demand."""
 
-    def __init__(self, folder: Path, manifest: dict, cache_size: int = 2,
-                 on_load: Callable[[Transformer], object] | None = None):
+    def __init__(self, folder: Path, manifest: dict, cache_size: int = 2):
         self.folder = folder
-        self.on_load = on_load  # called with each model built (the app makes it cancellable)
         self.manifest = manifest
         self.cache_size = cache_size
         self.config = TransformerConfig(**manifest["config"])
@@ -173,13 +170,12 @@ class Timeline:
         self.loads = 0  # snapshots read from disk (tests read this)
 
     @classmethod
-    def open(cls, folder: Path = FOLDER, cache_size: int = 2,
-             on_load: Callable[[Transformer], object] | None = None) -> Timeline | None:
+    def open(cls, folder: Path = FOLDER, cache_size: int = 2) -> Timeline | None:
         """The timeline in ``folder``, or None when it has no manifest."""
         path = folder / MANIFEST
         if not path.is_file():
             return None
-        return cls(folder, json.loads(path.read_text(encoding="utf-8")), cache_size, on_load)
+        return cls(folder, json.loads(path.read_text(encoding="utf-8")), cache_size)
 
     @property
     def names(self) -> list[str]:
@@ -208,8 +204,6 @@ class Timeline:
                 self._models.move_to_end(name)
                 return self._models[name]
         model = build_model(self.config, self.state(name))
-        if self.on_load is not None:
-            self.on_load(model)
         with self._lock:
             self.loads += 1
             self._models[name] = model
@@ -217,6 +211,10 @@ class Timeline:
             while len(self._models) > self.cache_size:
                 self._models.popitem(last=False)
         return model
+
+    def load(self, name: str) -> None:
+        """Load snapshot ``name`` into the cache, returning nothing (a caller holds only data)."""
+        self.model(name)
 
     def read(self, name: str, text: str, max_len: int = MAX_LEN) -> dict:
         """``read_along`` with snapshot ``name`` (loaded first if it is not in the cache)."""

@@ -27,6 +27,7 @@ from model.decoding import (
     mask_special,
 )
 from model.explain import kv_cache
+from model.explain.arrays import norm_parameters
 from model.explain.record import RecordedPass
 from model.explain.score import Score, teacher_forced_score
 from model.explain.trace import (
@@ -386,6 +387,17 @@ class Translator:
         memory = self.model.encode(src, token_embeddings=embeddings)
         logits = self.model.decode(torch.tensor([decoder_ids]).expand(batch, -1), memory, src)
         return mask_special(logits)
+
+    # -- plain data the pages read from the model itself (the app never holds the module) ----
+
+    def norm_parameters(self) -> dict:
+        """Each side's Add & Norm LayerNorms as (γ, β, ε) numpy arrays, in the order of
+        ``RecordedPass.stages`` (the x-ray's strips go as corrections to them)."""
+        return norm_parameters(self.model)
+
+    def position_table(self, positions: int) -> torch.Tensor:
+        """The first ``positions`` rows of the model's sinusoidal position table (P, D), a copy."""
+        return self.model.src_embedding.positions[:positions].detach().clone()
 
     # -- summary ---------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from app.schemas import (
     errors,
     model_limit,
 )
-from model.explain import ablation as ablate
+from model.api import ablation as ablate
 
 router = APIRouter()
 PageText = page_text("ablation")

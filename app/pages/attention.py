@@ -15,9 +15,7 @@ from app.layout import render_page
 from app.palette import PLOT_FONT_PX
 from app.plots import BLUE, GREY, ORANGE, attention_heatmap, base_layout, category_axis, unique_labels
 from app.schemas import TOKENS_RULE, TRACE_ERRORS, NotFound, TraceRequest, errors, model_limit
-from model.explain.trace import Trace
-from model.tokenizer import MAX_SOURCE_TOKENS
-from model.translator import InputError
+from model.api import MAX_SOURCE_TOKENS, InputError, Trace
 
 router = APIRouter()
 PageText = page_text("attention")

@@ -40,10 +40,7 @@ from app.schemas import (
     errors,
     model_limit,
 )
-from model.explain import interpret, record
-from model.explain.record import ADD_NORM_NAMES
-from model.explain.trace import Trace
-from model.translator import InputError
+from model.api import ADD_NORM_NAMES, InputError, Trace, interpret, record
 
 router = APIRouter()
 PageText = page_text("decode")

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from app.palette import PLOT_FONT_PX
 from app.plots import BLUE, GREY, ORANGE, base_layout
-from model.decoding import rank_hypotheses
-from model.explain.trace import Trace, shown_hypotheses
+from model.api import Trace, rank_hypotheses, shown_hypotheses
 
 BEAM_WORDS = {"step": "step", "winner": "chosen translation", "finished": "ended (<eos>)",
               "pruned": "dropped: no continuation stayed in the beam",

@@ -25,7 +25,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import TRACE_ERRORS, TraceRequest
-from model.translator import Translator
+from model.api import Translator
 
 router = APIRouter()
 PageText = page_text("embeddings")
@@ -104,7 +104,7 @@ def positional_encoding(translator: Translator, positions: int) -> dict:
     """The model's own sinusoidal table for the first ``positions`` positions, and the cosine
     similarity between every pair of positions (run on the engine's model thread)."""
     positions = max(1, min(positions, MAX_POSITIONS_SHOWN, translator.config.max_positions))
-    table = translator.model.src_embedding.positions[:positions]  # (P, D)
+    table = translator.position_table(positions)  # (P, D)
     unit = table / table.norm(dim=-1, keepdim=True)
     return {
         "d_model": translator.config.d_model,

@@ -29,8 +29,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import ERRORS, TextQuery, model_limit
-from model.explain.kv_cache import kv_rows
-from model.translator import InputError, Translator
+from model.api import InputError, Translator, kv_rows
 
 router = APIRouter()
 PageText = page_text("kv_cache")

@@ -23,8 +23,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import TRACE_ERRORS, TraceRequest
-from model.explain import record
-from model.explain.trace import Trace
+from model.api import Trace, record
 
 router = APIRouter()
 PageText = page_text("pipeline")

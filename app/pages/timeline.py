@@ -37,9 +37,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import ENGLISH, MAX_TEXT_CHARS, TOKENS_RULE, Strict, TranslateRequest, errors
-from app.tickets import cancellable
-from model.timeline import FOLDER, MANIFEST, Timeline, read_along
-from model.translator import Translator
+from model.api import TIMELINE_FOLDER, TIMELINE_MANIFEST, Timeline, Translator, read_along
 
 router = APIRouter()
 PageText = page_text("timeline")
@@ -50,7 +48,7 @@ READINGS = 24  # (snapshot, sentence) readings kept; one is ~0.3 MB of lists at 
 
 def _manifest() -> dict:
     """timeline.json as committed (read once, here, for the request schema: no torch)."""
-    path = FOLDER / MANIFEST
+    path = TIMELINE_FOLDER / TIMELINE_MANIFEST
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
@@ -95,7 +93,7 @@ def timeline_of(request: Request) -> Timeline | None:
     state = request.app.state
     with _lock:
         if not hasattr(state, "timeline"):
-            state.timeline = Timeline.open(on_load=cancellable)
+            state.timeline = Timeline.open()
             state.timeline_readings = OrderedDict()
         return state.timeline
 
@@ -118,13 +116,12 @@ def reading(request: Request, engine: Engine, translator, name: str, text: str) 
         if not shipped_available(translator):
             raise HTTPException(422, "the served model is not this project's own architecture: "
                                      "compare snapshots with each other")
-        value, elapsed = engine.run(read_along, translator.model, translator.english,
-                                    translator.chinese, text)
+        value, elapsed = engine.run(read_along, translator, text)
     else:
         timeline.entry(name)
         loaded = 0.0
         if not timeline.cached(name):  # the load is its own call: admitted and measured apart
-            _, loaded = engine.run(timeline.model, name)
+            _, loaded = engine.run(timeline.load, name)
         value, elapsed = engine.run(timeline.read, name, text)
         elapsed += loaded
     with _lock:

@@ -12,8 +12,7 @@ from app.layout import render_page
 from app.palette import PLOT_FONT_PX
 from app.plots import base_layout, category_axis, plain_axis, unique_labels
 from app.schemas import TRACE_ERRORS, TraceRequest
-from model.transformer import BOS_ID, EOS_ID, PAD_ID, UNK_ID
-from model.translator import Translator
+from model.api import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Translator
 
 router = APIRouter()
 PageText = page_text("tokens")

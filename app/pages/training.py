@@ -35,8 +35,7 @@ from app.plots import (
     unique_labels,
 )
 from app.schemas import ENGLISH, ERRORS, MAX_TEXT_CHARS, Strict, TranslateRequest
-from model.training.recipe import RECIPES, parse_recipe
-from model.training.schedule import learning_rate, run_total_steps
+from model.api import RECIPES, learning_rate, parse_recipe, run_total_steps
 
 router = APIRouter()
 PageText = page_text("training")

@@ -33,12 +33,16 @@ from app.layout import render_page
 from app.schemas import TOKENS_RULE, TRACE_ERRORS, NotFound, TraceRequest, errors, model_limit
 from app.translation_warning import page_rule
 from app.xray import decoder_strips_view, heads_view, logits_view, model_layout, view
-from model.decoding import DecodingOptions
-from model.explain.blocks import block_positions, open_block
-from model.explain.record import block_names
-from model.explain.trace import Trace
-from model.tokenizer import MAX_SOURCE_TOKENS
-from model.translator import InputError, Translator
+from model.api import (
+    MAX_SOURCE_TOKENS,
+    DecodingOptions,
+    InputError,
+    Trace,
+    Translator,
+    block_names,
+    block_positions,
+    open_block,
+)
 
 router = APIRouter()
 
@@ -160,7 +164,7 @@ def xray_view(request: XrayRequest, http: Request, engine: EngineDep,
         plain, plain_ms = engine.trace(request.model_copy(update={"forced_prefix": []}))
         original, model_ms = [step.token for step in plain.steps], model_ms + plain_ms
     bodies, _ = engine.derived(request, trace, "xray_view", _both, view, trace,
-                               translator.chinese.vocabulary, original, translator.model,
+                               translator.chinese.vocabulary, original, translator.norm_parameters(),
                                on_model_thread=False)
     return _packed(http, bodies, model_ms)
 
@@ -233,7 +237,7 @@ def xray_strips(request: XrayRequest, http: Request, engine: EngineDep,
     decoder row's ±m, shown beside its name from the start)."""
     trace, model_ms = engine.trace(request)
     bodies, _ = engine.derived(request, trace, "xray_strips", _both, decoder_strips_view, trace,
-                               translator.model, on_model_thread=False)
+                               translator.norm_parameters(), on_model_thread=False)
     return _packed(http, bodies, model_ms)
 
 

@@ -24,8 +24,7 @@ import numpy as np
 
 from app.palette import ROBUST_SHARE
 from app.xray.wire import int8_with_step, trits, untrits, wrap
-from model.explain.arrays import stage_vectors
-from model.explain.record import RecordedPass, Side, layout
+from model.api import RecordedPass, Side, layout, stage_vectors
 
 
 def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

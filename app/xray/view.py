@@ -28,9 +28,8 @@ import numpy as np
 
 from app.xray.strips import shown_ranges, side_strips, strip_arrays
 from app.xray.wire import fixed, pack, planes, unpack
-from model.explain import arrays as recorded_arrays
-from model.explain.record import RecordedPass, layout
-from model.explain.trace import Trace, asdict_list
+from model.api import RecordedPass, Trace, asdict_list, layout
+from model.api import arrays as recorded_arrays
 
 SAMPLING_ROWS = 15  # the sampling table's rows (static/js/xray/whatif.js DIST_ROWS)
 BARS = 5  # the output row's bars (static/js/xray/rows.js TOP_BARS)
@@ -79,15 +78,15 @@ def _likeliest(row: np.ndarray, count: int) -> np.ndarray:
 
 
 def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
-         model=None) -> bytes:
+         norms: dict | None = None) -> bytes:
     """Everything the x-ray page draws for one sentence, packed (see the module docstring);
-    ``original``: when a prefix is forced, the tokens of the translation without it; ``model``:
-    the model that made the trace, whose LayerNorms let the Add & Norm strips go as corrections
-    to a guess (without it they go as plain codes). The one translation is the trace's: the other
-    decoding is not part of the view (``/api/xray/compare`` brings it when asked; a file saved
-    before may carry it as ``alternative``, which the page shows as a comparison)."""
+    ``original``: when a prefix is forced, the tokens of the translation without it; ``norms``:
+    the LayerNorms of the model that made the trace (``Translator.norm_parameters``), which let
+    the Add & Norm strips go as corrections to a guess (without them they go as plain codes).
+    The one translation is the trace's: the other decoding is not part of the view
+    (``/api/xray/compare`` brings it when asked; a file saved before may carry it as
+    ``alternative``, which the page shows as a comparison)."""
     recorded: RecordedPass = trace.recorded
-    norms = recorded_arrays.norm_parameters(model) if model is not None else None
     arrays: dict[str, np.ndarray] = {}
     stages = {}
     coding = {}
@@ -142,14 +141,13 @@ def view(trace: Trace, vocabulary: list[str], original: list[str] | None = None,
     return pack(header, arrays)
 
 
-def decoder_strips_view(trace: Trace, model=None) -> bytes:
+def decoder_strips_view(trace: Trace, norms: dict | None = None) -> bytes:
     """The decoder's strips, packed as :func:`view` packs the encoder's: asked for when the
     player first moves, since the landing frame (the encoder's first sub-step) draws none of them.
     ``unpack_all(view, decoder_strips_view)`` reads both as one view."""
     recorded = trace.recorded
     _, codes, scales = side_strips(recorded, "decoder")
     arrays: dict[str, np.ndarray] = {}
-    norms = recorded_arrays.norm_parameters(model) if model is not None else None
     coding = strip_arrays(arrays, "decoder", recorded.n_layers("decoder"), codes, scales, norms)
     return pack({"norm_prediction": coding} if coding else {}, arrays)
 

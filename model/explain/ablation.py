@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from model.decoding import DecodingOptions, generate, mask_special, pad
+from model.decoding import DecodingOptions, check_stop, generate, mask_special, pad
 from model.parts_off import Ablation, Head
 from model.transformer import BOS_ID, EOS_ID, PAD_ID, TransformerConfig
 from model.translator import InputError
@@ -267,6 +267,7 @@ def head_importance(translator: Translator, trace: Trace, mode: str = "zero") ->
     per_pass = max(1, LOGIT_BUDGET // (len(decoder_ids) * model.config.tgt_vocab_size))
     scores = []
     for start in range(0, len(rows), per_pass):
+        check_stop()  # a server's call stops between passes once nobody waits for it
         chunk = rows[start : start + per_pass]
         n = len(chunk)
         logits = model.decode(tgt.expand(n, -1), memory[start : start + n], src.expand(n, -1),

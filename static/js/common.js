@@ -6,10 +6,13 @@
 const ITT = (() => {
   const strings = JSON.parse(document.getElementById("i18n").textContent);
   const pageData = JSON.parse(document.getElementById("page-data").textContent);
+  // The decoding strategies, the options each reads and every option's range: the model's own
+  // (DecodingOptions.contract(), in the page as JSON), never listed here.
+  const decoding = JSON.parse(document.getElementById("decoding").textContent);
   // URL parameters that describe a translation (carried from page to page).
   const FIELDS = {
-    text: "string", strategy: "string", temperature: "number", top_k: "number",
-    top_p: "number", beam_size: "number", max_len: "number", seed: "number",
+    text: "string", strategy: "string",
+    ...Object.fromEntries(Object.keys(decoding.options).map((name) => [name, "number"])),
   };
   const CARRIED = [...Object.keys(FIELDS), "forced"];
 
@@ -34,10 +37,8 @@ const ITT = (() => {
       if (name === "text" || raw === null || raw === "") continue;
       body[name] = type === "number" ? Number(raw) : raw;
     }
-    if (body.strategy !== "sample") {
-      for (const name of ["temperature", "top_k", "top_p", "seed"]) delete body[name];
-    }
-    if (body.strategy !== "beam") delete body.beam_size;
+    const reads = decoding.reads[body.strategy] || decoding.reads[decoding.default];
+    for (const name of Object.keys(decoding.options)) if (!reads.includes(name)) delete body[name];
     const forced = query.getAll("forced");
     if (forced.length) body.forced_prefix = forced;
     return Object.assign(body, extra || {});
@@ -493,7 +494,7 @@ const ITT = (() => {
 
   return {
     t, params, text, requestFromURL, carriedQuery, setURL, syncLinks, api, get, plot, plotOrNote, chips,
-    element, table, number, start, visit, reload, showError, clearError, pageData, answers,
+    element, table, number, start, visit, reload, showError, clearError, pageData, decoding, answers,
     requestKey, canonical,
   };
 })();

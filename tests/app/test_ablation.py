@@ -144,17 +144,18 @@ def test_the_scoring_is_admitted_like_every_model_call(fresh_client):
     assert fresh_client.post("/api/ablation/importance", json=TEXT).status_code == 200
 
 
-def test_a_cancelled_scoring_stops_at_its_next_layer(tiny_translator):
-    """The client leaves while the batched scoring runs: it stops at the next encoder or decoder
-    layer (the engine's check), not at the end of the pass."""
+def test_a_cancelled_scoring_stops_at_its_next_pass(tiny_translator, monkeypatch):
+    """The client leaves while the batched scoring runs: it stops before its next pass (the
+    engine's ``should_stop``, asked between passes), not at the end of the scoring."""
+    monkeypatch.setattr(ablate, "LOGIT_BUDGET", 1)  # one row a pass: many passes
     engine = Engine(tiny_translator)
     trace = tiny_translator.trace(TEXT["text"])
     ticket = Ticket(timeout_s=60)
     layer = tiny_translator.model.decoder_layers[0]
     seen = []
 
-    def leave(module, args):
-        seen.append(engine.layer_calls)
+    def leave(module, args):  # the test's own probe, counting the passes that start
+        seen.append(engine.stop_checks)
         ticket.cancel("the client disconnected")
 
     hook = layer.register_forward_pre_hook(leave, prepend=True)
@@ -165,7 +166,7 @@ def test_a_cancelled_scoring_stops_at_its_next_layer(tiny_translator):
     finally:
         CURRENT_TICKET.reset(token)
         hook.remove()
-    assert len(seen) == 1 and engine.layer_calls == seen[0]  # no layer ran after the cancel
+    assert len(seen) == 1 and engine.stop_checks == seen[0]  # no pass began after the cancel
 
 
 @pytest.mark.parametrize(("body", "words"), [

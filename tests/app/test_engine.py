@@ -126,9 +126,11 @@ def block(engine, seconds: float = PATIENCE_S) -> tuple[threading.Event, threadi
 
 
 def test_a_call_past_its_deadline_stops_computing(tiny_translator):
-    """The model stops at its next layer once the request's time is up: the counted model runs
-    stop increasing, instead of running on for an answer nobody reads."""
+    """Decoding stops at its next step once the request's time is up (its ``should_stop`` asks
+    the ticket): the counted steps stop increasing, instead of running on for an answer nobody
+    reads."""
     from app.engine import CURRENT_TICKET, Cancelled, Engine, Ticket
+    from model.decoding import Stopped
 
     engine = Engine(tiny_translator)
     runs, stopped = [], []
@@ -138,8 +140,8 @@ def test_a_call_past_its_deadline_stops_computing(tiny_translator):
         while time.monotonic() < end:
             try:
                 tiny_translator.kv_cache_race("The cat sits on the mat.", 16)
-            except Cancelled:  # raised by the check before an encoder or decoder layer
-                stopped.append(engine.layer_calls)
+            except Stopped:  # raised by the check before a decoding step
+                stopped.append(engine.stop_checks)
                 raise
             runs.append(1)
 
@@ -152,9 +154,44 @@ def test_a_call_past_its_deadline_stops_computing(tiny_translator):
     # the running call stops by itself, inside a model call, long before its own end
     wait_until(lambda: engine.pending == 0, "the call past its deadline to stop")
     assert len(stopped) == 1
-    # the model thread is free: the next call runs at once, and no layer ran after the stop
+    # the model thread is free: the next call runs at once, and no step ran after the stop
     engine.run(lambda: None)
-    assert engine.layer_calls == stopped[0]
+    assert engine.stop_checks == stopped[0] > 0
+
+
+def test_a_cancelled_call_stops_at_its_next_decoding_step(tiny_translator):
+    """The client leaves during decoding: the step after is never run. The engine runs the call
+    with a ``should_stop`` that asks the request's ticket, and the decoding loop asks it before
+    every step; no layer of the model is hooked."""
+    import torch
+
+    from app.engine import CURRENT_TICKET, Cancelled, Engine, Ticket
+    from model.decoding import DecodingOptions, generate
+
+    model = tiny_translator.model
+    engine = Engine(tiny_translator)
+    ticket = Ticket(timeout_s=60)
+    steps = []
+
+    def leave_after_three(decoder):  # called after every step: the client leaves after the third
+        steps.append(engine.stop_checks)
+        if len(steps) == 3:
+            ticket.cancel("the client disconnected")
+
+    def translate():
+        src = torch.tensor([tiny_translator.source_ids("The cat sits on the mat.")])
+        return generate(model, src, DecodingOptions(max_len=32), min_len=32, on_step=leave_after_three)
+
+    token = CURRENT_TICKET.set(ticket)
+    try:
+        with pytest.raises(Cancelled, match="the client disconnected"):
+            engine.run(translate)
+    finally:
+        CURRENT_TICKET.reset(token)
+    assert steps == [1, 2, 3]  # each step asked its ticket first
+    assert engine.stop_checks == 3  # the fourth step asked, was told to stop, and never ran
+    layers = [*model.encoder_layers, *model.decoder_layers]
+    assert not any(layer._forward_pre_hooks for layer in layers)
 
 
 def test_a_queued_call_whose_client_left_never_runs(tiny_translator):

@@ -61,15 +61,16 @@ def test_a_reading_and_a_comparison(app_client):
 
 def test_readings_are_kept_and_loads_go_through_the_engine(fresh_client):
     engine = fresh_client.app.state.engine
-    calls = engine.layer_calls
+    calls = engine.stop_checks
     assert read(fresh_client, snapshot=NAMES[1]).status_code == 200
-    assert engine.layer_calls > calls  # the snapshot's layers ran on the model thread, hooked
+    # the snapshot decoded on the model thread, each step asking its request's ticket first
+    assert engine.stop_checks > calls
     timeline = fresh_client.app.state.timeline
     model = timeline.model(NAMES[1])
-    assert all(layer._forward_pre_hooks for layer in model.encoder_layers)  # cancellable
-    calls = engine.layer_calls
+    assert not any(layer._forward_pre_hooks for layer in model.encoder_layers)  # no hook: cancellable
+    calls = engine.stop_checks
     assert read(fresh_client, snapshot=NAMES[1]).status_code == 200
-    assert engine.layer_calls == calls  # the reading was kept
+    assert engine.stop_checks == calls  # the reading was kept
 
 
 @pytest.mark.parametrize(("body", "field", "words"), [

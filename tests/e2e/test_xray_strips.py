@@ -114,8 +114,8 @@ def test_a_view_packed_before_the_corrections_still_decodes(shipped_translator):
     trace = translator.trace("Where is the station?")
     vocabulary = translator.chinese.vocabulary
     plain = (xray.view(trace, vocabulary), xray.decoder_strips_view(trace))  # no model: plain codes
-    coded = (xray.view(trace, vocabulary, model=translator.model),
-             xray.decoder_strips_view(trace, translator.model))
+    coded = (xray.view(trace, vocabulary, norms=translator.norm_parameters()),
+             xray.decoder_strips_view(trace, translator.norm_parameters()))
     assert "norm_prediction" not in xray.unpack(plain[0])[0]
     first, second = decoded_in_node([plain, coded])
     assert first == second
@@ -128,8 +128,8 @@ def test_a_view_saved_with_the_decoder_strips_inside_still_decodes(shipped_trans
     answers' arrays packed in one) decodes to the same strips without a second answer."""
     translator = shipped_translator
     trace = translator.trace("Where is the station?")
-    view = xray.view(trace, translator.chinese.vocabulary, model=translator.model)
-    strips = xray.decoder_strips_view(trace, translator.model)
+    view = xray.view(trace, translator.chinese.vocabulary, norms=translator.norm_parameters())
+    strips = xray.decoder_strips_view(trace, translator.norm_parameters())
     header, arrays = xray.unpack_all(view, strips)
     header.pop("arrays")
     header.pop("strip_ranges")

@@ -130,3 +130,56 @@ def test_forced_prefix_is_kept(model):
 def test_options_are_validated(bad):
     with pytest.raises(ValueError):
         DecodingOptions(**bad)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [dict(temperature=0.01), dict(top_k=1001), dict(top_k=2.5), dict(seed=-1), dict(seed=2**31),
+     dict(max_len=257), dict(beam_size=True)],
+)
+def test_every_option_is_checked_against_its_declared_limit(bad):
+    from model.decoding import LIMITS
+
+    (name, value), = bad.items()
+    assert not LIMITS[name].allows(value)
+    with pytest.raises(ValueError, match=name):
+        DecodingOptions(**bad)
+
+
+def test_the_cache_key_keeps_only_what_the_strategy_reads():
+    from model.decoding import STRATEGIES, STRATEGY_OPTIONS
+
+    assert set(STRATEGY_OPTIONS) == set(STRATEGIES)
+    greedy = DecodingOptions(max_len=20)
+    # options greedy decoding does not read change nothing
+    assert greedy.cache_key() == DecodingOptions(max_len=20, temperature=2, top_k=5, top_p=0.5,
+                                                 beam_size=2, seed=9).cache_key()
+    assert greedy.cache_key() != DecodingOptions(max_len=21).cache_key()
+    sample = DecodingOptions(strategy="sample", max_len=20)
+    assert sample.cache_key() == DecodingOptions(strategy="sample", max_len=20, seed=0,
+                                                 beam_size=2).cache_key()  # unseeded draws seed 0
+    for name, value in (("temperature", 0.5), ("top_k", 5), ("top_p", 0.5), ("seed", 3)):
+        assert "sample" in [s for s in STRATEGIES if name in DecodingOptions.reads(s)]
+        assert sample.cache_key() != DecodingOptions(strategy="sample", max_len=20,
+                                                     **{name: value}).cache_key()
+    beam = DecodingOptions(strategy="beam", max_len=20)
+    assert beam.cache_key() == DecodingOptions(strategy="beam", max_len=20, top_k=3).cache_key()
+    assert beam.cache_key() != DecodingOptions(strategy="beam", max_len=20, beam_size=2).cache_key()
+    assert len({greedy.cache_key(), sample.cache_key(), beam.cache_key()}) == 3
+
+
+def test_the_contract_the_pages_read_is_the_options_own():
+    import json
+
+    from model.decoding import LIMITS, STRATEGIES
+
+    contract = json.loads(json.dumps(DecodingOptions.contract()))  # plain JSON, as in a page
+    assert contract["strategies"] == list(STRATEGIES) and contract["default"] == "greedy"
+    assert contract["reads"]["sample"] == ["temperature", "top_k", "top_p", "seed", "max_len"]
+    assert contract["reads"]["beam"] == ["beam_size", "max_len"]
+    assert contract["reads"]["greedy"] == ["max_len"]
+    for name, option in contract["options"].items():
+        limit = LIMITS[name]
+        assert (option["min"], option["max"], option["optional"]) == (
+            limit.minimum, limit.maximum, limit.optional)
+        assert option["default"] == getattr(DecodingOptions(), name)

@@ -19,6 +19,8 @@ import { filterDistribution, pick, seeded, softmax } from "./sampling.js";
 import { playerLabel } from "./result.js";
 
 const DIST_ROWS = 15;
+// the options only sampling reads (the model's list, from the page: ITT.decoding)
+const SAMPLING = ITT.decoding.reads.sample.filter((name) => !ITT.decoding.reads.greedy.includes(name));
 const UNFORCEABLE = ["<pad>", "<bos>"];
 
 /** A what-if is a new URL: push it and load it, as going back or forward in history would. */
@@ -97,7 +99,7 @@ function knobSettled() {
   if (sameKnobs(settings, requestKnobs(S.req))) { knobsShowRun = true; return; }
   if (!knobsShowRun || !atStart(settings)) return;
   const query = ITT.params();
-  for (const name of ["strategy", "temperature", "top_k", "top_p", "seed", "forced", "frame"]) query.delete(name);
+  for (const name of ["strategy", ...SAMPLING, "forced", "frame"]) query.delete(name);
   visit(query);
 }
 
@@ -250,7 +252,7 @@ export function decodeAll() {
     greedy from beam search (the sentence and max length kept, no forced prefix). */
 function otherDecoding() {
   const query = ITT.params();
-  for (const name of ["forced", "frame", "open", "temperature", "top_k", "top_p", "seed"]) query.delete(name);
+  for (const name of ["forced", "frame", "open", ...SAMPLING]) query.delete(name);
   if (S.req.strategy === "beam") {
     query.set("strategy", "greedy");
     query.delete("beam_size");
