@@ -263,7 +263,8 @@ class Admission:
         limit = self.max_queue * (2 if claim.appointed else 1)
         victims: list[Claim] = []
         while len(self.claims) - len(victims) >= limit or self._late(now, claim, victims):
-            victim = self._victim(claim, now, victims)
+            victim = (self._promised(claim, victims) if claim.appointed
+                      else self._victim(claim, now, victims))
             if victim is None:
                 return None
             victims.append(victim)
@@ -278,6 +279,14 @@ class Admission:
         if claim.appointed:
             return claim in late
         return bool(late) or not self._keeps_appointments(claim, now, victims)
+
+    def _promised(self, claim: Claim, taken: list[Claim]) -> Claim | None:
+        """Room for a request back at its appointment (the server's promise): the newest request
+        admitted without one that has not begun, whatever its route's share (it is told when to
+        come back, and that time is kept for it in turn)."""
+        candidates = [c for c in self.claims.values()
+                      if c not in taken and not c.started and not c.appointed]
+        return max(candidates, key=lambda c: c.order, default=None)
 
     def _victim(self, claim: Claim, now: float, taken: list[Claim]) -> Claim | None:
         """Fair shares in a burst: the newest request of the route with the largest share of

@@ -62,6 +62,7 @@ def install(app: FastAPI, settings: Settings) -> None:
     app.add_middleware(GZipMiddleware, minimum_size=1024, compresslevel=1)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes,
                        read_timeout_s=settings.body_read_timeout_s)
+    app.add_middleware(SameOrigin)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(AccessLog, enabled=settings.access_log)
 
@@ -172,6 +173,48 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class SameOrigin:
+    """The model runs only for the page's own origin: a request to ``/api/`` that a browser marks
+    as sent from another site (``Sec-Fetch-Site: cross-site`` or ``same-site``), or whose
+    ``Origin`` is not this server's own address (``Host``), gets 403 in the one error shape before
+    anything is read or computed. A plain client (curl, a script) sends neither header and is
+    served; so is a browser on the page itself (``same-origin``) or typing the address (``none``)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not scope["path"].startswith("/api/"):
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers", []))
+        site = headers.get(b"sec-fetch-site", b"").decode("latin-1").strip().lower()
+        origin = headers.get(b"origin")
+        if site in ("cross-site", "same-site") or (origin is not None
+                                                   and not _own_origin(origin, headers)):
+            return await answer(send, 403, "the model answers only the pages of this server; "
+                                           "open the page here instead of from another site",
+                                field="origin")
+        return await self.app(scope, receive, send)
+
+
+def _own_origin(origin: bytes, headers: dict) -> bool:
+    """Whether ``Origin`` (``scheme://host[:port]``) names the host the request was sent to. The
+    ports are not compared: a proxy may pass ``Host`` without its port (nginx's ``$host``), and a
+    page on another port of the same host is ``Sec-Fetch-Site: same-site``, refused above."""
+    host = headers.get(b"host", b"").decode("latin-1").strip().lower()
+    scheme, _, rest = origin.decode("latin-1").strip().lower().partition("://")
+    if scheme not in ("http", "https") or not rest or not host:
+        return False  # "null" (a sandboxed frame, a file) or anything malformed
+    return _hostname(rest) == _hostname(host)
+
+
+def _hostname(authority: str) -> str:
+    """``host`` of ``host[:port]`` (``[::1]:8000`` → ``[::1]``)."""
+    if authority.startswith("["):
+        return authority.split("]", 1)[0] + "]"
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
 
 
 class BodySizeLimit:

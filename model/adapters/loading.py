@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import math
+import struct
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import torch
 
 from model.adapters.marian import HUB_ID, MarianTranslator, is_marian_folder
 from model.decoding import DecodingOptions
+from model.transformer import TransformerConfig
 from model.translator import DEFAULT_CHECKPOINT, RESTORE, CheckpointError, Translator, corrupt
 
 MARIAN_HINT = ("or pass --model with a Hugging Face Marian folder (config.json, model.safetensors, "
@@ -41,6 +45,8 @@ def _load(source: str | Path | None) -> Translator:
     if not path.exists() and HUB_ID.match(text) and not text.startswith((".", "/", "~")):
         return _marian(text)
     try:
+        if (path / "config.json").is_file() and (path / "weights.safetensors").is_file():
+            check_sizes(path)  # before Translator.load allocates a tensor
         return Translator.load(path)
     except CheckpointError as error:
         raise CheckpointError(f"{error}; {MARIAN_HINT}") from error
@@ -86,3 +92,77 @@ def _marian(source: str | Path) -> Translator:
         raise
     except Exception as error:  # e.g. a corrupt vocab.json read after the model loaded
         raise CheckpointError(corrupt(Path(source), error, MARIAN_FIX)) from error
+
+
+HEADER_LIMIT = 100 * 1024 * 1024  # a safetensors header larger than this is not a header
+
+
+def safetensors_shapes(file: Path) -> dict[str, tuple[int, ...]]:
+    """Each tensor's shape, read from a safetensors file's header alone (8 bytes of length, then
+    JSON), without reading any tensor."""
+    with open(file, "rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            raise ValueError("the file is shorter than a safetensors header")
+        (length,) = struct.unpack("<Q", head)
+        if length > HEADER_LIMIT:
+            raise ValueError(f"its header claims {length:,} bytes")
+        header = json.loads(handle.read(length))
+    return {name: tuple(entry["shape"]) for name, entry in header.items() if name != "__metadata__"}
+
+
+def check_sizes(folder: Path) -> None:
+    """Refuse, before any tensor is allocated, a config.json whose sizes disagree with
+    weights.safetensors' header: one line naming the field and the tensor, never cut. The shapes
+    are worked out from the sizes (``expected_shapes``), so an absurd d_model costs nothing.
+    (Building the model on torch's meta device instead cost 8-11 s of torch imports.)"""
+    config_file, weights = folder / "config.json", folder / "weights.safetensors"
+    try:
+        config = TransformerConfig.load(config_file)
+    except Exception:  # Translator.load names the file and says why
+        return
+    sizes = {f.name: v for f in fields(config) if isinstance(v := getattr(config, f.name), int)
+             and not isinstance(v, bool)}
+    bad = [f"{name} = {value}" for name, value in sizes.items() if value < 1]
+    if config.n_heads >= 1 and config.d_model % config.n_heads:
+        bad.append(f"d_model = {config.d_model} is not a multiple of n_heads = {config.n_heads}")
+    if bad:
+        raise CheckpointError(f"{config_file} has sizes no model can have ({'; '.join(bad)}); "
+                              f"{RESTORE}")
+    try:
+        stored = safetensors_shapes(weights)
+    except Exception as error:  # Translator.load names the file and says why
+        raise CheckpointError(corrupt(weights, error, RESTORE)) from error
+    for name, want in expected_shapes(config).items():
+        have = stored.get(name)
+        if have is None or want == have:
+            continue  # a missing tensor: load_state_dict names it
+        culprit = next((field for dim in range(min(len(want), len(have))) if want[dim] != have[dim]
+                        for field, value in sizes.items() if value == want[dim]), None)
+        blame = (f"{culprit} = {sizes[culprit]} in {config_file.name}" if culprit
+                 else f"the sizes in {config_file.name} ({json.dumps(asdict(config))})")
+        raise CheckpointError(f"{config_file} does not match {weights}: {blame} makes "
+                              f"{name} {list(want)}, the file holds {list(have)}; restore the "
+                              f"config.json that was saved with these weights, or {RESTORE}")
+
+
+def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
+    """The shapes model/transformer.py gives the weights a config's sizes decide (embeddings,
+    attention, feed-forward, norms); tests/model/test_config_sizes.py holds them to the model's."""
+    d, ff = config.d_model, config.d_ff
+    shapes = {"src_embedding.tokens.weight": (config.src_vocab_size, d),
+              "tgt_embedding.tokens.weight": (config.tgt_vocab_size, d)}
+    stacks = [("encoder_layers", config.n_encoder_layers, ("self_attention",)),
+              ("decoder_layers", config.n_decoder_layers, ("self_attention", "cross_attention"))]
+    for stack, count, attentions in stacks:
+        for i in range(count):
+            layer = f"{stack}.{i}"
+            for attention in attentions:
+                for w in ("w_q", "w_k", "w_v", "w_o"):
+                    shapes[f"{layer}.{attention}.{w}.weight"] = (d, d)
+                    shapes[f"{layer}.{attention}.{w}.bias"] = (d,)
+            shapes[f"{layer}.ffn.linear1.weight"] = (ff, d)
+            shapes[f"{layer}.ffn.linear1.bias"] = (ff,)
+            shapes[f"{layer}.ffn.linear2.weight"] = (d, ff)
+            shapes[f"{layer}.ffn.linear2.bias"] = (d,)
+    return shapes

@@ -35,3 +35,17 @@ def test_integers_of_a_function_without_a_ceiling_say_nothing_of_its_cost():
     costs = Costs()
     costs.learn(("word_order", 1, 32), 2.0)
     assert costs.estimate(("word_order", 2**31, 32)).mean == 2.0
+
+
+def test_an_idle_refusal_of_a_scaled_guess_relaxes_the_neighbour_it_was_scaled_from():
+    """A 64-step race guessed at twice the 32-step one measured at a busy start-up (3 s): refused
+    on an idle thread with 5.4 s, it was refused for ever (the 32-step mean was under 5.4 s, so
+    nothing was lowered: 12 retries at their appointment refused with two CPU burners running)."""
+    costs = Costs()
+    costs.priors["race_runs"] = 9.0
+    costs.learn(("race_runs", 32, 1, 64), 3.0)
+    assert costs.estimate(("race_runs", 64, 1, 64)).mean == pytest.approx(6.0)
+    costs.relax(("race_runs", 64, 1, 64), 5.4)
+    assert costs.estimate(("race_runs", 64, 1, 64)).mean == pytest.approx(4.5)
+    costs.relax(("race_runs", 64, 1, 64), 5.4)  # fits now: nothing more is taken off
+    assert costs.estimate(("race_runs", 64, 1, 64)).mean == pytest.approx(4.5)
