@@ -417,13 +417,56 @@ export function buildTokens(onFocus) {
   }
 }
 
+/** Lay a token row's chips on as few lines as keep every token whole (never turned, never cut):
+    each chip is at least its lane wide, centred on its lane (inside the row at its two ends), on
+    the first line where it meets no other chip. One line when every token fits its lane. */
+const MAX_LINES = 3; // more would read as a staircase: the side's rows grow wider and scroll instead
+const CHIP_GAP = 2; // px between two chips on one line
+
+function chipLines(natural, width) {
+  const n = natural.length;
+  const lane = width / n;
+  const ends = [];
+  const placed = natural.map((own, i) => {
+    const w = Math.max(own, lane - CHIP_GAP);
+    const left = Math.max(0, Math.min(width - w, (i + 0.5) * lane - w / 2));
+    let line = ends.findIndex((end) => end + CHIP_GAP <= left);
+    if (line < 0) line = ends.push(0) - 1;
+    ends[line] = left + w;
+    return { left, w, line };
+  });
+  return { placed, lines: ends.length };
+}
+
+function stagger(row) {
+  const box = row.lanesBox;
+  const chips = row.buttons;
+  const rows = box.closest(".xr-rows");
+  rows.style.minWidth = "";
+  rows.parentElement.classList.remove("xr-scroll");
+  if (!chips.length || !box.offsetParent) return;
+  // read every chip's own width (absolutely placed, a chip is as wide as its token), then set
+  chips.forEach((chip) => { chip.style.width = ""; });
+  const natural = chips.map((chip) => chip.offsetWidth + 1);
+  const height = chips[0].offsetHeight;
+  let width = box.clientWidth;
+  let fit = chipLines(natural, width);
+  if (fit.lines > MAX_LINES) { // the rows take the width that needs MAX_LINES lines; the column scrolls
+    const room = rows.clientWidth - width;
+    while (fit.lines > MAX_LINES) fit = chipLines(natural, (width *= 1.1));
+    rows.style.minWidth = `${Math.ceil(width + room)}px`;
+    rows.parentElement.classList.add("xr-scroll");
+  }
+  fit.placed.forEach(({ left, w, line }, i) => {
+    Object.assign(chips[i].style, { left: `${left.toFixed(1)}px`, top: `${line * (height + CHIP_GAP)}px`, width: `${w.toFixed(1)}px` });
+  });
+  box.dataset.lines = String(fit.lines);
+  box.style.height = `${fit.lines * (height + CHIP_GAP) - CHIP_GAP}px`;
+}
+
 /** Measure and repaint every row (the caller renders the frame on top). */
 export function layoutAll() {
-  // a token too wide for its lane stands upright (never cut mid-word): reset all, read all, set
-  const chips = S.rows.filter((r) => r.type === "tokens" && r.buttons).flatMap((r) => r.buttons);
-  chips.forEach((chip) => chip.classList.remove("xr-upright"));
-  chips.filter((chip) => chip.offsetParent && chip.scrollWidth > chip.clientWidth + 1)
-    .forEach((chip) => chip.classList.add("xr-upright"));
+  S.rows.filter((r) => r.type === "tokens" && r.buttons).forEach(stagger);
   // read every width first, then draw: interleaving would force a layout per row
   const widths = S.rows.map((row) => (row.fig ? row.fig.clientWidth : 0));
   S.rows.forEach((row, i) => layoutRow(row, widths[i]));
