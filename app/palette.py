@@ -32,9 +32,6 @@ FILTERED = BLUE  # the distribution after the sampling filter (temperature, top-
 CHOSEN = ORANGE  # the character the decoder chose
 CHOSEN_INK = "#9a4a00"  # the chosen character as text: orange too light to read (2.1:1), this 6.2:1
 MASKED = "#d9d9d9"  # a masked (−∞) score
-# Things that differ in kind, not amount (the x-ray's attention heads when all are drawn): the
-# Okabe–Ito colours in a fixed order, never a scale.
-CATEGORICAL = (BLUE, VERMILION, GREEN, PURPLE, ORANGE, SKY, GREY)
 
 # The page itself: its background, cards, text, muted text (WCAG AA on every surface, held by
 # tests/app/test_palette.py) and hairlines.
@@ -77,7 +74,6 @@ def css_variables() -> dict[str, str]:
     names.update({f"--seq-{i}": c for i, c in enumerate(SEQUENTIAL)})
     names.update({"--dist-model": MODEL, "--dist-filtered": FILTERED, "--chosen": CHOSEN,
                   "--chosen-ink": CHOSEN_INK, "--masked": MASKED, "--robust-share": str(ROBUST_SHARE)})
-    names.update({f"--cat-{i}": c for i, c in enumerate(CATEGORICAL)})
     names.update({f"--fs-{name}": f"{size}rem" for name, size in TYPE_SCALE.items()})
     return names
 

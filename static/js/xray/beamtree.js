@@ -5,8 +5,6 @@ import { S } from "./state.js";
 import { $, el, fixed, svg, t } from "./dom.js";
 import { beamHypotheses } from "./beam.js";
 
-const ink = (name) => ITT.palette.css(name); // the palette's colours (app/palette.py via app.css)
-
 export function drawBeam() {
   const box = $("xr-beam");
   const nodes = S.trace.beam || [];
@@ -44,17 +42,17 @@ export function drawBeam() {
     if (node.parent < 0) continue;
     const [x1, y1] = pos.get(node.parent);
     const [x2, y2] = pos.get(node.id);
-    parts.push(svg("line", { x1, y1: y1 + 12, x2, y2: y2 - 14, stroke: ink(node.selected ? "--chosen" : "--muted"),
+    parts.push(svg("line", { x1, y1: y1 + 12, x2, y2: y2 - 14, stroke: node.selected ? "#e69f00" : "#9aa3ae",
       "stroke-width": node.selected ? 3 : 1.2 }));
   }
   for (const node of nodes) {
     const [x, y] = pos.get(node.id);
     const g = svg("g", { class: "xr-beam-node", "data-id": node.id });
-    g.append(svg("rect", { x: x - 28, y: y - 15, width: 56, height: 30, rx: 5,
-      fill: ink("--card"), stroke: ink(node.selected ? "--chosen" : node.finished ? "--cat-2" : "--muted"),
-      "stroke-width": node.selected || node.finished ? 2.4 : 1 }));
-    g.append(svg("text", { x, y: y - 2, "text-anchor": "middle", "font-size": 12, fill: ink("--ink") }, node.token));
-    g.append(svg("text", { x, y: y + 10, "text-anchor": "middle", "font-size": 12, fill: ink("--muted") },
+    g.append(svg("rect", { x: x - 28, y: y - 14, width: 56, height: 26, rx: 5,
+      fill: node.selected ? "#fff1d6" : "#fff", stroke: node.finished ? "#009e73" : "#8a93a0",
+      "stroke-width": node.finished ? 2.4 : 1 }));
+    g.append(svg("text", { x, y: y - 1, "text-anchor": "middle", "font-size": 12 }, node.token));
+    g.append(svg("text", { x, y: y + 10, "text-anchor": "middle", "font-size": 9, fill: "#555" },
       node.parent < 0 ? "0" : fixed(node.score, 2)));
     g.append(svg("title", {}, `${node.token} · log p ${fixed(node.score, 3)}`));
     parts.push(g);

@@ -117,7 +117,7 @@ function heatmapStep(row, head, position) {
       ctx.fillStyle = masked ? palette.css("--masked") : palette.rgb(palette.sequential(matrix[i][j]));
       ctx.fillRect(j * cell, i * cell, cell - (cell > 5 ? 1 : 0), cell - (cell > 5 ? 1 : 0));
       if (masked && cell > 5) {
-        ctx.strokeStyle = palette.css("--muted");
+        ctx.strokeStyle = "#aaa";
         ctx.beginPath();
         ctx.moveTo(j * cell, (i + 1) * cell - 1);
         ctx.lineTo((j + 1) * cell - 1, i * cell);

@@ -18,7 +18,7 @@ import { S, saveFrame } from "./state.js";
 import { $, cfg, SIZES } from "./dom.js";
 import { decodeStrips, decodeView } from "./data.js";
 import { buildFrames, current, frameAtOrAfter } from "./frames.js";
-import { buildRows, buildTokens, drawLegend, heatLinks, layoutAll, loadStrips } from "./rows.js";
+import { buildRows, buildTokens, heatLinks, layoutAll, loadStrips } from "./rows.js";
 import { dwellMs, go, pause, play, playSeconds, render, setFocus, stepTime, tick, unitEnd } from "./player.js";
 import { decodeAll, draw, drawCompare, drawDecodingSwitch, drawSampling, switchDecoding } from "./whatif.js";
 import { renderBlock, toggleBlock } from "./blocks.js";
@@ -133,7 +133,6 @@ function wire() {
       }
     }
     render();
-    drawLegend(); // every head at once: the lines' colours are heads, not weights
     if (S.head === "avg" || S.head === "all") return;
     for (const state of S.open.values()) {  // opened attention blocks show the same head
       if (state.data && state.data.heads) { state.head = Number(S.head); renderBlock(state); }

@@ -4,11 +4,11 @@
 import { S } from "./state.js";
 import { decodeHeads } from "./data.js";
 import { el, fixed, svg, t } from "./dom.js";
-import { probabilityBar, WEIGHT_FLOOR, weightStroke } from "./encoding.js";
 import { memoryReady, rowState } from "./frames.js";
-import { figHeight, isSmall, lanes, laneCount, memoryBand, MEMORY_H, rowTitle, stripH, TOP_BARS } from "./rows.js";
+import { figHeight, lanes, laneCount, MEMORY_H, rowTitle, STRIP_H, TOP_BARS } from "./rows.js";
 
-const ink = (name) => ITT.palette.css(name); // the page's own colours (app.css), for what is no number
+const COLOURS = { encoder: "#0072b2", decoder_self: "#d55e00", cross: "#009e73" };
+const HEAD_COLOURS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7f7f00", "#000000"];
 
 /** A layer's attention called ``name`` (its name in the layout) → [query][key] for the
     chosen head, or the average of all (sent with the view; every head's come when one is
@@ -80,12 +80,12 @@ export function drawOverlay(row, frame) {
   const n = laneCount(row.side);
   const { w, x } = lanes(row.width, n);
   if (focus !== null) {
-    group.push(svg("rect", { x: x(focus) - w / 2 + 1, y: 0, width: w - 2, height, fill: ink("--accent"), opacity: 0.1 }));
+    group.push(svg("rect", { x: x(focus) - w / 2 + 1, y: 0, width: w - 2, height, fill: "#0072b2", opacity: 0.1 }));
   }
   const newest = row.side === "decoder" && state.fresh && state.lanes > 0 ? state.lanes - 1 : null;
   if (newest !== null && newest < n) {
-    group.push(svg("rect", { x: x(newest) - w / 2 + 1, y: row.stripY - 2, width: w - 2, height: stripH(row) + 4,
-      fill: "none", stroke: ink("--accent-2"), "stroke-width": 2, rx: 3 }));
+    group.push(svg("rect", { x: x(newest) - w / 2 + 1, y: row.stripY - 2, width: w - 2, height: STRIP_H + 4,
+      fill: "none", stroke: "#e69f00", "stroke-width": 2, rx: 3 }));
   }
   if (row.type === "attention") {
     group.push(...attentionLines(row, state, newest, focus, keyFocus));
@@ -93,14 +93,14 @@ export function drawOverlay(row, frame) {
   }
   if (row.attends === "cross") {
     if (memory) group.push(...memoryLabels(row));
-    else group.push(veil(row, 0, 0, memoryBand(row), "memory"));
+    else group.push(veil(row, 0, 0, MEMORY_H + 14, "memory"));
   }
   const from = Math.min(state.lanes, n);
   if (from < n) {
     const top = row.type === "attention" ? row.stripY - 2 : 0;
     group.push(veil(row, x(from) - w / 2, top, height - top, from));
     if (row.part === "embed" && row.width - x(from) > 80) {
-      group.push(svg("text", { x: x(from) - w / 2 + 4, y: height - 4, "font-size": 12, fill: ink("--muted") }, t("xray.not_yet")));
+      group.push(svg("text", { x: x(from) - w / 2 + 4, y: height - 5, "font-size": 10, fill: "#777" }, t("xray.not_yet")));
     }
   }
   row.overlay.replaceChildren(...group);
@@ -110,14 +110,14 @@ export function drawOverlay(row, frame) {
     first veiled lane ("memory" for the memory strip of a cross-attention row). */
 function veil(row, x, y, height, from) {
   const group = svg("g");
-  group.append(svg("rect", { x, y, width: row.width - x, height, fill: ink("--card"), class: "xr-veil", "data-from": from }));
+  group.append(svg("rect", { x, y, width: row.width - x, height, fill: "#fff", class: "xr-veil", "data-from": from }));
   if (from !== "memory") { // each lane still to come: an empty dashed slot where its strip will be
     const n = laneCount(row.side);
     const { w, x: at } = lanes(row.width, n);
     const sw = Math.max(3, Math.min(w - 4, 90));
     for (let i = from; i < n; i++) {
-      group.append(svg("rect", { x: at(i) - sw / 2 + 0.5, y: row.stripY + 0.5, width: sw - 1, height: stripH(row) - 1,
-        fill: "none", stroke: ink("--line"), "stroke-dasharray": "2 2", rx: 2, class: "xr-slot" }));
+      group.append(svg("rect", { x: at(i) - sw / 2 + 0.5, y: row.stripY + 0.5, width: sw - 1, height: STRIP_H - 1,
+        fill: "none", stroke: "#c3c8d1", "stroke-dasharray": "2 2", rx: 2, class: "xr-slot" }));
     }
   }
   return group;
@@ -130,14 +130,14 @@ function attentionLines(row, state, newest, focus, keyFocus = null) {
   if (state.lanes === 0) return out;
   const matrix = attentionMatrix(row);
   const layers = S.head === "all" && matrix
-    ? matrix.map((weights, h) => ({ weights, h, head: h }))
+    ? matrix.map((weights, h) => ({ weights, colour: HEAD_COLOURS[h % HEAD_COLOURS.length], h, scale: 0.8 }))
     // until every head's weights are here (one request), the average, and labelled so
-    : [{ weights: rowWeights(row), h: matrix ? S.head : "avg", head: null }];
+    : [{ weights: rowWeights(row), colour: COLOURS[row.kind], h: matrix ? S.head : "avg", scale: 1 }];
   const queries = laneCount(row.side);
   const keys = row.attends === "cross" ? S.trace.source_tokens.length : queries;
   const q = lanes(row.width, queries);
   const k = lanes(row.width, keys);
-  const top = memoryBand(row);
+  const top = row.attends === "cross" ? MEMORY_H + 14 : 0;
   const bottom = row.stripY - 1;
   const mid = (top + bottom) / 2;
   const limit = Math.min(state.lanes, queries);
@@ -148,19 +148,18 @@ function attentionLines(row, state, newest, focus, keyFocus = null) {
     else if (row.side === "decoder") strength = i === newest ? 1 : 0.22;
     else strength = state.active ? 0.55 : 0.25;
     if (strength === 0) continue;
-    for (const { weights, h, head } of layers) {
+    for (const { weights, colour, h, scale } of layers) {
       const rowWeights = weights[i];
       for (let j = 0; j < keys; j++) {
         if (keyFocus !== null && j !== keyFocus) continue;
         const wgt = rowWeights[j];
-        if (!(wgt >= WEIGHT_FLOOR)) continue;
+        if (!(wgt >= 0.03)) continue;
         const kx = k.x(j);
         const qx = q.x(i);
-        const line = weightStroke(wgt, strength, head); // the legend's own definition of a weight
         out.push(svg("path", {
           d: `M${kx.toFixed(1)},${top} C${kx.toFixed(1)},${mid} ${qx.toFixed(1)},${mid} ${qx.toFixed(1)},${bottom}`,
-          fill: "none", stroke: line.stroke, "stroke-width": line.width.toFixed(2),
-          "stroke-opacity": line.opacity.toFixed(3), "data-q": i, "data-k": j,
+          fill: "none", stroke: colour, "stroke-width": (0.6 + 3.6 * wgt * scale).toFixed(2),
+          "stroke-opacity": (strength * scale * (0.15 + 0.85 * wgt)).toFixed(3), "data-q": i, "data-k": j,
           "data-w": wgt.toFixed(4), "data-h": h, class: strength === 1 || (state.active && wgt >= 0.2) ? "xr-now" : "",
           // the block computing fades its links in, the strongest first
           style: state.active ? `animation-delay:${Math.round((1 - wgt) * 260)}ms` : null,
@@ -187,15 +186,15 @@ function describeAttention(row, state, newest, focus) {
   row.fig.setAttribute("aria-label", text);
 }
 
-/** The memory's tokens under its strip, each whole, or none when one would not fit its lane
-    (a token is never cut: the encoder's token row names them all). */
 function memoryLabels(row) {
   const tokens = S.trace.source_tokens;
   const { w, x } = lanes(row.width, tokens.length);
-  const charW = 7.2; // 12 px text, a wide Latin character
-  if (isSmall(row) || tokens.some((token) => token.length * charW > w - 2)) return [];
-  return tokens.map((token, i) => svg("text", { x: x(i), y: MEMORY_H + 12, "text-anchor": "middle", "font-size": 12,
-    fill: ink("--muted") }, token));
+  if (w < 26) return [];
+  return tokens.map((token, i) => {
+    const label = svg("text", { x: x(i), y: MEMORY_H + 11, "text-anchor": "middle", "font-size": 9.5,
+      fill: "#2f6f5a" }, token.length > w / 6 ? `${token.slice(0, Math.max(1, Math.floor(w / 6) - 1))}…` : token);
+    return label;
+  });
 }
 
 function stepTop(stepIndex, count) {
@@ -207,7 +206,7 @@ function stepTop(stepIndex, count) {
 function outputBars(row, frame, reached) {
   const out = [];
   if (!reached) {
-    out.push(svg("text", { x: 4, y: 14, "font-size": 12, fill: ink("--muted") }, t("xray.not_yet")));
+    out.push(svg("text", { x: 4, y: 14, "font-size": 11, fill: "#888" }, t("xray.not_yet")));
     return out;
   }
   const step = S.trace.steps[frame.t - 1];
@@ -217,11 +216,11 @@ function outputBars(row, frame, reached) {
     const y = 3 + i * 13;
     const chosen = c.token === step.token;
     const group = svg("g", { "data-token": c.token, class: chosen ? "xr-bar-chosen" : "" });
-    const bar = probabilityBar(c.prob, barMax, chosen); // the legend's own definition of a probability
-    group.append(svg("text", { x: 2, y: y + 10, "font-size": 12, fill: ink("--ink") }, c.token));
-    group.append(svg("rect", { x: labelW, y, width: bar.width, height: 11, rx: 2, fill: bar.fill }));
-    group.append(svg("text", { x: labelW + bar.width + 4, y: y + 10, "font-size": 12,
-      fill: ink("--ink") }, fixed(c.prob, 3)));
+    group.append(svg("text", { x: 2, y: y + 10, "font-size": 12, fill: "#1d2330" }, c.token));
+    group.append(svg("rect", { x: labelW, y, width: Math.max(1, barMax * c.prob), height: 11, rx: 2,
+      fill: ITT.palette.css(chosen && reached ? "--chosen" : "--dist-model"), opacity: reached ? 1 : 0.5 }));
+    group.append(svg("text", { x: labelW + Math.max(1, barMax * c.prob) + 4, y: y + 10, "font-size": 10.5,
+      fill: "#333" }, fixed(c.prob, 3)));
     out.push(group);
   });
   return out;

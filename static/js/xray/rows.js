@@ -5,15 +5,13 @@
    signature (what its overlay last drew). */
 
 import { S } from "./state.js";
-import { $, cfg, el, fixed, scaleOf, SIZES, svg, t } from "./dom.js";
-import { legend, sizeBar, valueInto } from "./encoding.js";
+import { $, cfg, el, fixed, scaleOf, colourInto, SIZES, svg, t } from "./dom.js";
 import { current, memoryReady, rowState } from "./frames.js";
 import { decodeStrips } from "./data.js";
 
 export const STRIP_H = 14;
-const STRIP_H_OVERVIEW = 10; // a layer drawn small: its lanes show sizes, which read at 10 px
 export const LINES_H = 40;
-export const LINES_H_OVERVIEW = 18; // a layer drawn small beside the others, on the one-screen overview
+export const LINES_H_OVERVIEW = 24; // a layer drawn small beside the others, on the one-screen overview
 export const MEMORY_H = 12;
 export const TOP_BARS = 5;
 
@@ -209,22 +207,11 @@ export function isSmall(row) {
   return S.overview && row.layer !== undefined && S.zoom !== `${row.side[0]}-${row.layer}`;
 }
 
-/** The band a cross-attention row gives the memory above its lines: its strip, and the memory's
-    tokens under it except when drawn small (its lanes are too narrow for them there). */
-export function memoryBand(row) {
-  return row.attends === "cross" ? MEMORY_H + (isSmall(row) ? 2 : 14) : 0;
-}
-
-/** A row's strip height: smaller in a layer drawn small. */
-export function stripH(row) {
-  return isSmall(row) ? STRIP_H_OVERVIEW : STRIP_H;
-}
-
 export function figHeight(row) {
   const lines = isSmall(row) ? LINES_H_OVERVIEW : LINES_H;
-  if (row.type === "attention") return memoryBand(row) + lines + stripH(row) + 4;
+  if (row.type === "attention") return (row.attends === "cross" ? MEMORY_H + 14 : 0) + lines + STRIP_H + 4;
   if (row.type === "logits") return TOP_BARS * 13 + 6;
-  return stripH(row) + 4;
+  return STRIP_H + 4;
 }
 
 /** A stage's strips, one Float32Array per position (null: the decoder's have not come yet). */
@@ -273,22 +260,20 @@ function normBars(ctx, vectors, n, y, height, width) {
   const top = Math.max(...sizes, 1e-9);
   const { w, x } = lanes(width, n);
   const bw = Math.max(3, Math.min(w - 6, 18));
-  ctx.fillStyle = sizeBar(top, top, height).base;
+  ctx.fillStyle = "#eef0f4";
   ctx.fillRect(0, y + height - 1, width, 1);
+  ctx.fillStyle = "#5b6b86";
   sizes.forEach((size, i) => {
-    const bar = sizeBar(size, top, height);
-    ctx.fillStyle = bar.fill;
-    ctx.fillRect(x(i) - bw / 2, y + height - bar.h, bw, bar.h);
+    const h = Math.max(1.5, (size / top) * height);
+    ctx.fillRect(x(i) - bw / 2, y + height - h, bw, h);
   });
-  return "size";
 }
 
 /** Draw each lane's vector as a grid of 8 rows of colour cells (d_model values in all): value j
-    at cell row j mod 8, cell column ⌊j / 8⌋; a lane too narrow for that gets a bar of its size.
-    Says which it drew ("values" or "size", the legend's names: encoding.js). */
+    at cell row j mod 8, cell column ⌊j / 8⌋; a lane too narrow for that gets a bar of its size. */
 function drawStrips(ctx, vectors, n, y, height, width, m) {
   const d = vectors[0].length;
-  if (tooNarrow(width, n, d)) return normBars(ctx, vectors, n, y, height, width);
+  if (tooNarrow(width, n, d)) { normBars(ctx, vectors, n, y, height, width); return; }
   const rowsPerStrip = rowsPer(d);
   const cols = Math.ceil(d / rowsPerStrip);
   const image = new ImageData(cols * n, rowsPerStrip);
@@ -296,7 +281,7 @@ function drawStrips(ctx, vectors, n, y, height, width, m) {
     const vector = vectors[i];
     for (let j = 0; j < d; j++) {
       const px = ((j % rowsPerStrip) * cols * n + i * cols + Math.floor(j / rowsPerStrip)) * 4;
-      valueInto(image.data, px, vector[j], m);
+      colourInto(image.data, px, vector[j], m);
     }
   }
   const off = document.createElement("canvas");
@@ -309,7 +294,6 @@ function drawStrips(ctx, vectors, n, y, height, width, m) {
   for (let i = 0; i < n; i++) {
     ctx.drawImage(off, i * cols, 0, cols, rowsPerStrip, x(i) - sw / 2, y, sw, height);
   }
-  return "values";
 }
 
 /** Size a row's canvas to its measured width and paint its strips (the overlay comes later). */
@@ -331,16 +315,15 @@ function layoutRow(row, measured) {
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.clearRect(0, 0, width, height);
   row.signature = null;
-  row.drawn = [];
   if (row.type === "logits") return;
   const n = laneCount(row.side);
   const all = values(row.side, row.stage);
   // before the decoder's strips come, its rows show the ±m the view carries (the same number)
   const m = all ? scaleOf(all.slice(0, n)) : S.xr[row.side].ranges[row.stage];
   row.scale = m;
-  const y = height - stripH(row) - 2;
+  const y = height - STRIP_H - 2;
   row.stripY = y;
-  if (all) row.drawn.push(drawStrips(ctx, all.slice(0, n), n, y, stripH(row), width, m));
+  if (all) drawStrips(ctx, all.slice(0, n), n, y, STRIP_H, width, m);
   row.range.textContent = `±${fixed(m, 2)}`;
   row.range.title = t("xray.value_scale", { m: fixed(m, 2) });
   if (row.type === "stage") {
@@ -352,7 +335,7 @@ function layoutRow(row, measured) {
   if (row.attends === "cross") {
     const memory = values("encoder", S.xr.encoder.values.length - 1);
     row.memoryScale = scaleOf(memory);
-    row.drawn.push(drawStrips(ctx, memory, memory.length, 1, MEMORY_H - 2, width, row.memoryScale));
+    drawStrips(ctx, memory, memory.length, 1, MEMORY_H - 2, width, row.memoryScale);
   }
 }
 
@@ -360,7 +343,7 @@ function layoutRow(row, measured) {
 function valueAt(row, px, py) {
   const memory = row.attends === "cross" && py >= 1 && py <= MEMORY_H - 1;
   const top = memory ? 1 : row.stripY;
-  const height = memory ? MEMORY_H - 2 : stripH(row);
+  const height = memory ? MEMORY_H - 2 : STRIP_H;
   if (!memory && (py < top || py > top + height)) return null;
   const side = memory ? "encoder" : row.side;
   const vectors = memory ? values("encoder", S.xr.encoder.values.length - 1) : values(row.side, row.stage);
@@ -434,80 +417,17 @@ export function buildTokens(onFocus) {
   }
 }
 
-/** Lay a token row's chips on as few lines as keep every token whole (never turned, never cut):
-    each chip is at least its lane wide, centred on its lane (inside the row at its two ends), on
-    the first line where it meets no other chip. One line when every token fits its lane. */
-const MAX_LINES = 3; // more would read as a staircase: the side's rows grow wider and scroll instead
-const CHIP_GAP = 2; // px between two chips on one line
-
-function chipLines(natural, width) {
-  const n = natural.length;
-  const lane = width / n;
-  const ends = [];
-  const placed = natural.map((own, i) => {
-    const w = Math.max(own, lane - CHIP_GAP);
-    const left = Math.max(0, Math.min(width - w, (i + 0.5) * lane - w / 2));
-    let line = ends.findIndex((end) => end + CHIP_GAP <= left);
-    if (line < 0) line = ends.push(0) - 1;
-    ends[line] = left + w;
-    return { left, w, line };
-  });
-  return { placed, lines: ends.length };
-}
-
-function stagger(row) {
-  const box = row.lanesBox;
-  const chips = row.buttons;
-  const rows = box.closest(".xr-rows");
-  rows.style.minWidth = "";
-  rows.parentElement.classList.remove("xr-scroll");
-  if (!chips.length || !box.offsetParent) return;
-  // read every chip's own width (absolutely placed, a chip is as wide as its token), then set
-  chips.forEach((chip) => { chip.style.width = ""; });
-  const natural = chips.map((chip) => chip.offsetWidth + 1);
-  const height = chips[0].offsetHeight;
-  let width = box.clientWidth;
-  let fit = chipLines(natural, width);
-  if (fit.lines > MAX_LINES) { // the rows take the width that needs MAX_LINES lines; the column scrolls
-    const room = rows.clientWidth - width;
-    while (fit.lines > MAX_LINES) fit = chipLines(natural, (width *= 1.1));
-    rows.style.minWidth = `${Math.ceil(width + room)}px`;
-    rows.parentElement.classList.add("xr-scroll");
-  }
-  fit.placed.forEach(({ left, w, line }, i) => {
-    Object.assign(chips[i].style, { left: `${left.toFixed(1)}px`, top: `${line * (height + CHIP_GAP)}px`, width: `${w.toFixed(1)}px` });
-  });
-  box.dataset.lines = String(fit.lines);
-  box.style.height = `${fit.lines * (height + CHIP_GAP) - CHIP_GAP}px`;
-}
-
 /** Measure and repaint every row (the caller renders the frame on top). */
 export function layoutAll() {
-  S.rows.filter((r) => r.type === "tokens" && r.buttons).forEach(stagger);
+  // a token too wide for its lane stands upright (never cut mid-word): reset all, read all, set
+  const chips = S.rows.filter((r) => r.type === "tokens" && r.buttons).flatMap((r) => r.buttons);
+  chips.forEach((chip) => chip.classList.remove("xr-upright"));
+  chips.filter((chip) => chip.offsetParent && chip.scrollWidth > chip.clientWidth + 1)
+    .forEach((chip) => chip.classList.add("xr-upright"));
   // read every width first, then draw: interleaving would force a layout per row
   const widths = S.rows.map((row) => (row.fig ? row.fig.clientWidth : 0));
   S.rows.forEach((row, i) => layoutRow(row, widths[i]));
   S.drawn = null;
-  drawLegend();
-}
-
-/** The legend of what the picture draws now (encoding.js draws its samples as the rows do): each
-    kind of drawing on a row on screen, the attention lines as weights or, every head drawn at
-    once, as heads. Written only when that changes. */
-export function drawLegend() {
-  const drawn = new Set();
-  for (const row of S.rows) {
-    if (!row.fig || !row.fig.offsetParent) continue;
-    (row.drawn || []).forEach((name) => drawn.add(name));
-    if (row.type === "attention") drawn.add(S.head === "all" && S.trace.heads ? "heads" : "weight");
-    if (row.type === "logits") drawn.add("probability");
-  }
-  const signature = [...drawn].join(" ");
-  if (S.legendDrawn === signature) return;
-  S.legendDrawn = signature;
-  const heads = cfg.n_heads;
-  $("xr-key").replaceChildren(legend(drawn, { heads }));
-  $("xr-legend").replaceChildren(legend(drawn, { heads, long: true }));
 }
 
 /** Each attention row's "heatmap" link: /attention with this sentence, layer and head. */

@@ -31,7 +31,6 @@ export const S = {
   open: new Map(), // row key → { row, position, head, trace, asked, data } of each opened block
   flying: null, // the running animation of the chosen character, if any
   drawn: null, // the step whose sampling table is drawn (null: draw it again)
-  legendDrawn: null, // the encodings the legend lists now (rows.js drawLegend)
   sampled: null, // { stepIndex, probs, settings }: the distribution the Draw button samples
   overview: false, // whether the whole model is laid out on one screen (wide screens, zoom.js)
   zoom: null, // the layer opened in place, "e-0" … "d-2" (side letter, layer), else null
